@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Summarise a bench run: bench/report.py RESULTS_DIR
+
+Reads RESULTS_DIR/raw-<clock>/rows.jsonl (one row per fio run) and
+meta.json, writes summary.json, summary.md and one PNG plot per clock.
+Cells are medians over the repetitions with min and max; ratios are
+against f2fs with 4K folios (variant 4k, or upstream f2fs when the kernel
+has no series).
+"""
+import json
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+CLOCK_TEXT = {
+    "wall": "wall clock (host time; TCG makes it a noisy proxy)",
+    "icount": "QEMU -icount virtual time (counts guest instructions: "
+              "deterministic, for A/B ratios)",
+}
+BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
+WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3}
+MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3}
+
+
+def load(resdir):
+    rows = []
+    for d in sorted(os.listdir(resdir)):
+        p = os.path.join(resdir, d, "rows.jsonl")
+        if d.startswith("raw-") and os.path.exists(p):
+            with open(p) as f:
+                rows += [json.loads(line) for line in f if line.strip()]
+    return rows
+
+
+def config_name(fs, variant):
+    return f"{fs}-{variant}" if fs == "f2fs" else fs
+
+
+def summarise(rows):
+    groups = defaultdict(list)
+    for r in rows:
+        key = (r["fs"], r["variant"], r["workload"], r["bs"], r["mode"],
+               r["clock"])
+        groups[key].append(r["mibps"])
+    out = []
+    for k, v in groups.items():
+        out.append({"fs": k[0], "variant": k[1], "workload": k[2],
+                    "bs": k[3], "mode": k[4], "clock": k[5],
+                    "median": round(statistics.median(v), 2),
+                    "min": round(min(v), 2), "max": round(max(v), 2),
+                    "reps": len(v), "unit": "MiB/s"})
+    out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 9),
+                            MODE_ORDER.get(r["mode"], 9),
+                            BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"]))
+    return out
+
+
+def baseline_variant(summary):
+    variants = {r["variant"] for r in summary if r["fs"] == "f2fs"}
+    return "4k" if "4k" in variants else "upstream"
+
+
+def tables(summary, meta):
+    base_v = baseline_variant(summary)
+    base = f"f2fs-{base_v}"
+    configs = []
+    for r in summary:
+        c = config_name(r["fs"], r["variant"])
+        if c not in configs:
+            configs.append(c)
+    configs.sort(key=lambda c: (c != base, not c.startswith("f2fs"), c))
+    idx = {}
+    for r in summary:
+        idx[(config_name(r["fs"], r["variant"]), r["workload"], r["mode"],
+             r["bs"], r["clock"])] = r
+    md = [f"# Bench: {meta.get('kernel', '?')}", "",
+          f"fio psync, iodepth 1, one job, {meta.get('size_mib')} MiB file "
+          f"on brd, {meta.get('reps')} interleaved repetitions; guest "
+          f"{meta.get('guest_cpus')} vCPUs / {meta.get('guest_memory')}, "
+          f"accel {meta.get('accel')}. Cells: median MiB/s [min-max]; "
+          f"(xN.NN) = median ratio against {base}.", ""]
+    if meta.get("quick"):
+        md += ["**Quick run: one small repetition, proves the bench works; "
+               "not a measurement.**", ""]
+    cells = sorted({(r["workload"], r["mode"], r["bs"]) for r in summary},
+                   key=lambda c: (WL_ORDER.get(c[0], 9),
+                                  MODE_ORDER.get(c[1], 9),
+                                  BS_ORDER.get(c[2], 9)))
+    for clock in sorted({r["clock"] for r in summary}):
+        md += [f"## {CLOCK_TEXT.get(clock, clock)}", ""]
+        md.append("| workload | mode | bs | " + " | ".join(configs) + " |")
+        md.append("|---|---|---|" + "---|" * len(configs))
+        for wl, mode, bs in cells:
+            b = idx.get((base, wl, mode, bs, clock))
+            line = f"| {wl} | {mode} | {bs} |"
+            for c in configs:
+                r = idx.get((c, wl, mode, bs, clock))
+                if not r:
+                    line += " n/a |"
+                    continue
+                s = f" {r['median']:.1f} [{r['min']:.1f}-{r['max']:.1f}]"
+                if c != base and b and b["median"] > 0:
+                    s += f" (x{r['median'] / b['median']:.2f})"
+                line += s + " |"
+            md.append(line)
+        md.append("")
+    return md, configs, base, cells, idx
+
+
+def plot(resdir, summary, configs, base, cells, idx):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: matplotlib missing, no plots", file=sys.stderr)
+        return []
+    files = []
+    others = [c for c in configs if c != base]
+    for clock in sorted({r["clock"] for r in summary}):
+        labels = [f"{w}\n{m} {b}" for w, m, b in cells]
+        fig, ax = plt.subplots(figsize=(max(8, len(cells) * 0.8), 5))
+        width = 0.8 / max(1, len(others))
+        for i, c in enumerate(others):
+            ys, lo, hi = [], [], []
+            for w, m, b in cells:
+                r = idx.get((c, w, m, b, clock))
+                bb = idx.get((base, w, m, b, clock))
+                if r and bb and bb["median"] > 0:
+                    y = r["median"] / bb["median"]
+                    ys.append(y)
+                    lo.append(y - r["min"] / bb["median"])
+                    hi.append(r["max"] / bb["median"] - y)
+                else:
+                    ys.append(0)
+                    lo.append(0)
+                    hi.append(0)
+            xs = [j + (i - (len(others) - 1) / 2) * width
+                  for j in range(len(cells))]
+            ax.bar(xs, ys, width, label=c, yerr=[lo, hi], capsize=2)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(cells)))
+        ax.set_xticklabels(labels, fontsize=7, rotation=90)
+        ax.set_ylabel(f"throughput / {base} (median, min-max)")
+        ax.set_title(CLOCK_TEXT.get(clock, clock), fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        name = f"ratio-{clock}.png"
+        fig.savefig(os.path.join(resdir, name), dpi=110)
+        plt.close(fig)
+        files.append(name)
+    return files
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: report.py RESULTS_DIR")
+    resdir = sys.argv[1]
+    with open(os.path.join(resdir, "meta.json")) as f:
+        meta = json.load(f)
+    rows = load(resdir)
+    if not rows:
+        sys.exit(f"report: no rows under {resdir}/raw-*/rows.jsonl")
+    summary = summarise(rows)
+    with open(os.path.join(resdir, "summary.json"), "w") as f:
+        json.dump({"kernel": meta.get("kernel"), "meta": meta,
+                   "rows": summary}, f, indent=1)
+    md, configs, base, cells, idx = tables(summary, meta)
+    pngs = plot(resdir, summary, configs, base, cells, idx)
+    md += [f"![{p}]({p})" for p in pngs]
+    with open(os.path.join(resdir, "summary.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()

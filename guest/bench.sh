@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Guest side of ./lab bench: the fio matrix of seed 003 (psync, iodepth 1,
+# one job), scaled to a TCG guest.  Every configuration runs on the same brd
+# device in the same boot, interleaved: for each repetition, for each cell,
+# every filesystem in turn.  Rows go to $OUT/rows.jsonl, one per fio run.
+#
+# Workloads: read-hole (sparse file), read-data (written file), cold cache;
+# write-new (file created by the write) and overwrite (file written and
+# synced first), each in three modes:
+#   cache      writeback held off, no fsync: page cache cost only
+#   writeback  end_fsync: the time includes writing everything back
+#   fsync      fsync after every write, writeback held off
+. /tmp/lab-repo/guest/lib.sh
+
+SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
+REPS=${LAB_REPS:-3}
+BSS=${LAB_BS:-4k,64k,1M}
+FSS=${LAB_FS:-f2fs-4k,f2fs-lf,ext4,xfs,tmpfs}
+WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite}
+RUNTIME=${LAB_RUNTIME:-20}
+CLOCK=${LAB_CLOCK:-wall}
+ROWS=$OUT/rows.jsonl
+: > "$ROWS"
+probe_knob
+
+writeback_on() {
+	sysctl -q vm.dirty_writeback_centisecs=500 vm.dirty_expire_centisecs=3000 \
+		vm.dirty_background_ratio=10 vm.dirty_ratio=20
+}
+writeback_off() {
+	sysctl -q vm.dirty_writeback_centisecs=0 vm.dirty_expire_centisecs=360000 \
+		vm.dirty_background_ratio=90 vm.dirty_ratio=90
+}
+
+# fs_up NAME: fresh filesystem for configuration NAME on $DEV at $MNT.
+fs_up() {
+	case $1 in
+	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
+	f2fs-4k) mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" 0 ;;
+	f2fs-lf) mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "" ;;
+	*) mkfs_fs "$1" $DEV && mount_fs "$1" $DEV $MNT "" "" ;;
+	esac
+}
+
+# cold NAME: remount so the next access starts with an empty cache.
+cold() {
+	[ "$1" = tmpfs ] && return 0
+	umount $MNT && echo 3 > /proc/sys/vm/drop_caches || return 1
+	case $1 in
+	f2fs-4k) mount_fs f2fs $DEV $MNT "" 0 ;;
+	f2fs-lf) mount_fs f2fs $DEV $MNT "" "" ;;
+	*) mount_fs "$1" $DEV $MNT "" "" ;;
+	esac
+}
+
+# Without the series the only large folio rows upstream f2fs can give
+# are reads of immutable files.
+upstream_lf() { [ "$1" = f2fs-lf ] && [ -z "${LAB_HAS_KNOB:-}" ]; }
+
+# one FS WORKLOAD BS MODE REP: one fio run, one row.
+one() {
+	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra=""
+	case $wl in read-*) rw=read ;; esac
+	if upstream_lf "$fs" && [ $rw = write ]; then
+		return 0
+	fi
+	fs_up "$fs" || { echo "fs_up $fs failed" >&2; return 1; }
+	case $wl in
+	read-hole) truncate -s $SIZE $MNT/f ;;
+	read-data|overwrite)
+		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $MNT/f ;;
+	esac
+	if upstream_lf "$fs"; then
+		chattr +i $MNT/f || return 1
+	fi
+	cold "$fs" || return 1
+	case $mode in
+	writeback) writeback_on; extra="--end_fsync=1" ;;
+	fsync) writeback_off; extra="--fsync=1" ;;
+	*) writeback_off ;;
+	esac
+	fio --name=lab --filename=$MNT/f --rw=$rw --bs=$bs --size=$SIZE \
+		--ioengine=psync --iodepth=1 --numjobs=1 --direct=0 \
+		--fallocate=none --invalidate=0 --runtime=$RUNTIME \
+		--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err
+	local rc=$?
+	umount $MNT
+	writeback_on
+	if [ $rc -ne 0 ]; then
+		echo "fio failed: $(tail -2 /tmp/fio.err)" >&2
+		return 1
+	fi
+	python3 - "$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" >> "$ROWS" <<'EOPY'
+import json, sys
+fs, wl, bs, mode, rep, rw, clock = sys.argv[1:]
+j = json.load(open("/tmp/fio.json"))["jobs"][0][rw]
+name, variant = (fs.split("-") + ["default"])[:2] if fs.startswith("f2fs") \
+    else (fs, {"tmpfs": "huge", "ext4": "default", "xfs": "default"}[fs])
+print(json.dumps({"fs": name, "variant": variant, "workload": wl, "bs": bs,
+                  "mode": mode, "clock": clock, "rep": int(rep),
+                  "mibps": j["bw_bytes"] / 1048576, "bytes": j["io_bytes"],
+                  "runtime_ms": j["runtime"]}))
+EOPY
+}
+
+cells=()
+for wl in ${WLS//,/ }; do
+	case $wl in
+	read-*) modes="cold" ;;
+	*) modes="cache writeback fsync" ;;
+	esac
+	for mode in $modes; do
+		for bs in ${BSS//,/ }; do
+			cells+=("$wl $bs $mode")
+		done
+	done
+done
+total=$(( REPS * ${#cells[@]} ))
+say "bench ($CLOCK clock): ${#cells[@]} cells x $REPS reps x {${FSS}}, $(( SIZE >> 20 )) MiB"
+t0=$(date +%s)
+n=0
+fail=0
+for rep in $(seq 1 $REPS); do
+	for cell in "${cells[@]}"; do
+		set -- $cell
+		for fs in ${FSS//,/ }; do
+			one "$fs" "$1" "$2" "$3" "$rep" || {
+				fail=1; say "FAILED: $fs $cell rep $rep"; }
+		done
+		n=$(( n + 1 ))
+		el=$(( $(date +%s) - t0 ))
+		say "rep $rep/$REPS cell $n/$total ($cell) ${el}s, eta $(( el * (total - n) / n ))s"
+	done
+done
+[ $fail -eq 0 ] && touch "$OUT/done"

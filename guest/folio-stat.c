@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * folio-stat: histogram of the page cache folio sizes backing a file.
+ *
+ * Maps the file read-only, touches only the pages mincore() says are
+ * resident (so it never reads anything in itself), and looks up each page's
+ * PFN in /proc/self/pagemap and its flags in /proc/kpageflags: a compound
+ * head starts a large folio, the tail pages that follow belong to it.
+ * Needs root (PFNs are hidden from others).
+ *
+ * Output: one line per order "order N folios M", then
+ * "resident P pages, in large folios L pages, largest order K".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KPF_COMPOUND_HEAD	15
+#define KPF_COMPOUND_TAIL	16
+#define PM_PRESENT		(1ULL << 63)
+#define PM_PFN_MASK		((1ULL << 55) - 1)
+#define MAX_ORDER_SEEN		20
+
+static int die(const char *what)
+{
+	fprintf(stderr, "folio-stat: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static uint64_t read_u64(int fd, uint64_t idx, const char *what)
+{
+	uint64_t v;
+
+	if (pread(fd, &v, sizeof(v), idx * sizeof(v)) != sizeof(v))
+		die(what);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long count[MAX_ORDER_SEEN + 1] = { 0 };
+	unsigned long resident = 0, in_large = 0;
+	long psz = sysconf(_SC_PAGESIZE);
+	int fd, pm, kf, largest = 0;
+	unsigned char *vec;
+	size_t npages, i;
+	struct stat st;
+	char *map;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: folio-stat FILE\n");
+		return 2;
+	}
+	fd = open(argv[1], O_RDONLY);
+	if (fd < 0 || fstat(fd, &st))
+		die(argv[1]);
+	if (!st.st_size) {
+		printf("resident 0 pages, in large folios 0 pages, largest order 0\n");
+		return 0;
+	}
+	npages = (st.st_size + psz - 1) / psz;
+	map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	vec = malloc(npages);
+	if (!vec || mincore(map, st.st_size, vec))
+		die("mincore");
+	pm = open("/proc/self/pagemap", O_RDONLY);
+	kf = open("/proc/kpageflags", O_RDONLY);
+	if (pm < 0 || kf < 0)
+		die("/proc/self/pagemap or /proc/kpageflags");
+
+	for (i = 0; i < npages; ) {
+		uint64_t ent, pfn, flags;
+		size_t n = 1;
+
+		if (!(vec[i] & 1)) {
+			i++;
+			continue;
+		}
+		(void)*(volatile char *)(map + i * psz);
+		ent = read_u64(pm, ((uintptr_t)map / psz) + i, "pagemap");
+		if (!(ent & PM_PRESENT) || !(ent & PM_PFN_MASK)) {
+			fprintf(stderr, "folio-stat: page %zu resident but no PFN "
+				"(not root?)\n", i);
+			return 2;
+		}
+		pfn = ent & PM_PFN_MASK;
+		flags = read_u64(kf, pfn, "kpageflags");
+		resident++;
+		if (flags & (1ULL << KPF_COMPOUND_HEAD)) {
+			/* Count the tails that follow this head. */
+			for (;; n++) {
+				uint64_t f = read_u64(kf, pfn + n, "kpageflags");
+
+				if (!(f & (1ULL << KPF_COMPOUND_TAIL)))
+					break;
+			}
+		}
+		if (n > 1) {
+			int order = 0;
+
+			while ((1UL << order) < n)
+				order++;
+			if (order > MAX_ORDER_SEEN)
+				order = MAX_ORDER_SEEN;
+			count[order]++;
+			if (order > largest)
+				largest = order;
+			in_large += n;
+			/* The folio may start before the file offset we met. */
+			resident += (i + n <= npages ? n : npages - i) - 1;
+			i += n;
+		} else {
+			count[0]++;
+			i++;
+		}
+	}
+	for (i = 0; i <= MAX_ORDER_SEEN; i++)
+		if (count[i])
+			printf("order %zu folios %lu\n", i, count[i]);
+	printf("resident %lu pages, in large folios %lu pages, largest order %d\n",
+	       resident, in_large, largest);
+	return 0;
+}

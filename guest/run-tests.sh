@@ -1,0 +1,34 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Guest test suite driver: runs guest/tests/NN-*.sh in order.  Each test
+# reports its own results with `result`; a test that exits non-zero without
+# reporting, or leaves a kernel splat, fails as a whole.
+. /tmp/lab-repo/guest/lib.sh
+: > "$OUT/results.txt"
+say "kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/{print $2/1024 " MiB"}' /proc/meminfo), form ${LAB_FORM:-short}"
+probe_knob || { result FAIL setup "cannot make or mount f2fs on $DEV"; touch "$OUT/done"; exit 1; }
+say "large folio knob: ${LAB_HAS_KNOB:+present}${LAB_HAS_KNOB:-absent (unpatched f2fs)}"
+for t in "$REPO"/guest/tests/[0-9]*.sh; do
+	name=$(basename "$t" .sh)
+	if [ -n "${LAB_ONLY:-}" ]; then
+		case $name in $LAB_ONLY) ;; *) continue ;; esac
+	fi
+	say "running $name"
+	before=$(wc -l < "$OUT/results.txt")
+	dmesg -C
+	start=$(date +%s)
+	bash "$t" > "$OUT/$name.log" 2>&1
+	rc=$?
+	umount "$MNT" 2>/dev/null
+	s=$(splat)
+	after=$(wc -l < "$OUT/results.txt")
+	if [ -n "$s" ]; then
+		dmesg > "$OUT/$name.dmesg"
+		result FAIL "$name-kernel" "kernel splat: $(echo "$s" | head -1)"
+	fi
+	if [ "$after" -eq "$before" ]; then
+		result FAIL "$name" "exit $rc and no result reported; see $name.log: $(tail -1 "$OUT/$name.log")"
+	fi
+	say "$name done in $(( $(date +%s) - start )) s"
+done
+touch "$OUT/done"

@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Are large folios really used?  folio-stat reads the page cache folio
+# sizes of a file from /proc/kpageflags.  xfs is the control that the
+# probe sees large folios at all.  Upstream f2fs uses them only to read
+# immutable files; with the series every regular file gets them unless
+# max_folio_order is 0.
+. /tmp/lab-repo/guest/lib.sh
+
+M=$((1024 * 1024))
+# stat_of FILE -> "resident large largest"
+stat_of() {
+	folio-stat "$1" | awk '/^resident/ {print $2, $7, $11}'
+}
+
+# expect NAME FILE large|small
+expect() {
+	local name=$1 f=$2 want=$3 s r l o
+	s=$(stat_of "$f") || { result FAIL "$name" "folio-stat failed"; return; }
+	read -r r l o <<< "$s"
+	if [ "${r:-0}" -eq 0 ]; then
+		result FAIL "$name" "nothing resident in the page cache"
+	elif [ $want = large ] && [ "$l" -gt 0 ]; then
+		result PASS "$name" "$l of $r pages in large folios, largest order $o"
+	elif [ $want = small ] && [ "$l" -eq 0 ]; then
+		result PASS "$name" "all $r pages in order-0 folios"
+	else
+		result FAIL "$name" "want $want folios, got $l of $r pages in large folios (order $o)"
+	fi
+}
+
+# Write, drop the cache, read back: check the read path; then rewrite
+# through the cache: check the write path.
+check_fs() {
+	local name=$1 fs=$2 order=$3 want_w=$4 want_r=$5
+	mkfs_fs "$fs" $DEV && mount_fs "$fs" $DEV $MNT "" "$order" || {
+		result FAIL "$name" "mkfs/mount failed"; return; }
+	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" $MNT/f
+	expect "$name-write" $MNT/f "$want_w"
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	cat $MNT/f > /dev/null
+	expect "$name-read" $MNT/f "$want_r"
+	umount $MNT
+}
+
+check_fs folios-xfs xfs "" large large
+
+if [ -n "${LAB_HAS_KNOB:-}" ]; then
+	check_fs folios-f2fs-lf f2fs "" large large
+	check_fs folios-f2fs-4k f2fs 0 small small
+else
+	check_fs folios-f2fs-upstream f2fs "" small small
+	# Upstream's only large folio path: immutable, read-only files.
+	mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "" || {
+		result FAIL folios-f2fs-immutable "mkfs/mount failed"; exit 0; }
+	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" -c fsync $MNT/f
+	chattr +i $MNT/f || result FAIL folios-f2fs-immutable "chattr +i failed"
+	umount $MNT && mount_fs f2fs $DEV $MNT "" ""
+	cat $MNT/f > /dev/null
+	expect folios-f2fs-immutable-read $MNT/f large
+	chattr -i $MNT/f
+	umount $MNT
+fi
