@@ -9,7 +9,7 @@
 if [ "${LAB_FORM:-short}" = long ]; then
 	OPS=${LAB_FX_OPS:-1000000}
 else
-	OPS=${LAB_FX_OPS:-15000}
+	OPS=${LAB_FX_OPS:-10000}
 fi
 SEED=${LAB_SEED:-$(( $(date +%s) % 100000 ))}
 EVERY=$(( OPS / 4 ))

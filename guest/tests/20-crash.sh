@@ -41,6 +41,9 @@ crash_one() {
 		-c "pwrite -q -S 0x77 $((5 * M)) $M" $MNT/a || {
 		result FAIL "$name" "writes failed"; return; }
 	xfs_io -x -c "shutdown" $MNT || { result FAIL "$name" "shutdown failed"; return; }
+	if xfs_io -f -c "pwrite -q 0 4096" -c fsync $MNT/c 2>/dev/null; then
+		result FAIL "$name" "still writable after shutdown"; umount $MNT; return
+	fi
 	umount $MNT && mount_fs "$fs" $DEV $MNT "$opts" "$order" || {
 		result FAIL "$name" "remount after shutdown failed"; return; }
 	local err
