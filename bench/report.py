@@ -24,13 +24,34 @@ WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3}
 
 
+VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),
+           "tmpfs": ("tmpfs", "huge"), "ext4": ("ext4", "default"),
+           "xfs": ("xfs", "default")}
+
+
 def load(resdir):
+    """One row per fio run, from the guest's index and fio's JSON."""
     rows = []
     for d in sorted(os.listdir(resdir)):
-        p = os.path.join(resdir, d, "rows.jsonl")
-        if d.startswith("raw-") and os.path.exists(p):
-            with open(p) as f:
-                rows += [json.loads(line) for line in f if line.strip()]
+        raw = os.path.join(resdir, d)
+        p = os.path.join(raw, "rows.jsonl")
+        if not (d.startswith("raw-") and os.path.exists(p)):
+            continue
+        with open(p) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                r = json.loads(line)
+                with open(os.path.join(raw, r["fio"])) as jf:
+                    text = jf.read()
+                # fio may print notes before its JSON.
+                job = json.loads(text[text.index("{"):])["jobs"][0][r["rw"]]
+                fs, variant = VARIANT[r["config"]]
+                rows.append({"fs": fs, "variant": variant,
+                             "workload": r["workload"], "bs": r["bs"],
+                             "mode": r["mode"], "clock": r["clock"],
+                             "rep": r["rep"],
+                             "mibps": job["bw_bytes"] / 1048576})
     return rows
 
 

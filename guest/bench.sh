@@ -33,25 +33,35 @@ writeback_off() {
 		vm.dirty_background_ratio=90 vm.dirty_ratio=90
 }
 
+# The maximum folio order for configuration NAME: 0 for f2fs-4k when the
+# kernel has the knob (upstream f2fs is 4K for writable files anyway).
+order_of() {
+	[ "$1" = f2fs-4k ] && [ -n "${LAB_HAS_KNOB:-}" ] && echo 0
+}
+
+# mnt NAME: mount configuration NAME's filesystem at $MNT.
+mnt() {
+	case $1 in
+	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
+	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(order_of "$1")" ;;
+	*) mount_fs "$1" $DEV $MNT "" "" ;;
+	esac
+}
+
 # fs_up NAME: fresh filesystem for configuration NAME on $DEV at $MNT.
 fs_up() {
 	case $1 in
-	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
-	f2fs-4k) mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" 0 ;;
-	f2fs-lf) mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "" ;;
-	*) mkfs_fs "$1" $DEV && mount_fs "$1" $DEV $MNT "" "" ;;
+	tmpfs) ;;
+	f2fs-*) mkfs_fs f2fs $DEV || return 1 ;;
+	*) mkfs_fs "$1" $DEV || return 1 ;;
 	esac
+	mnt "$1"
 }
 
 # cold NAME: remount so the next access starts with an empty cache.
 cold() {
 	[ "$1" = tmpfs ] && return 0
-	umount $MNT && echo 3 > /proc/sys/vm/drop_caches || return 1
-	case $1 in
-	f2fs-4k) mount_fs f2fs $DEV $MNT "" 0 ;;
-	f2fs-lf) mount_fs f2fs $DEV $MNT "" "" ;;
-	*) mount_fs "$1" $DEV $MNT "" "" ;;
-	esac
+	umount $MNT && echo 3 > /proc/sys/vm/drop_caches && mnt "$1"
 }
 
 # Without the series the only large folio rows upstream f2fs can give
@@ -91,17 +101,11 @@ one() {
 		echo "fio failed: $(tail -2 /tmp/fio.err)" >&2
 		return 1
 	fi
-	python3 - "$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" >> "$ROWS" <<'EOPY'
-import json, sys
-fs, wl, bs, mode, rep, rw, clock = sys.argv[1:]
-j = json.load(open("/tmp/fio.json"))["jobs"][0][rw]
-name, variant = (fs.split("-") + ["default"])[:2] if fs.startswith("f2fs") \
-    else (fs, {"tmpfs": "huge", "ext4": "default", "xfs": "default"}[fs])
-print(json.dumps({"fs": name, "variant": variant, "workload": wl, "bs": bs,
-                  "mode": mode, "clock": clock, "rep": int(rep),
-                  "mibps": j["bw_bytes"] / 1048576, "bytes": j["io_bytes"],
-                  "runtime_ms": j["runtime"]}))
-EOPY
+	# One line per run; bench/report.py reads fio's JSON on the host.
+	local json=$OUT/fio-$fs-$wl-$bs-$mode-$rep.json
+	mv /tmp/fio.json "$json"
+	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", "rep": %d, "rw": "%s", "clock": "%s", "fio": "%s"}\n' \
+		"$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" "$(basename "$json")" >> "$ROWS"
 }
 
 cells=()
@@ -126,7 +130,8 @@ for rep in $(seq 1 $REPS); do
 		set -- $cell
 		for fs in ${FSS//,/ }; do
 			one "$fs" "$1" "$2" "$3" "$rep" || {
-				fail=1; say "FAILED: $fs $cell rep $rep"; }
+				fail=1; say "FAILED: $fs $cell rep $rep"
+				umount $MNT 2>/dev/null; }
 		done
 		n=$(( n + 1 ))
 		el=$(( $(date +%s) - t0 ))
