@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Targeted large folio edge cases that random exercising rarely hits.
+
+Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
+                              pressure, all)
+
+Every case writes through the page cache, checks what it reads back against
+a model, and checks again after fsync and a cache drop, so both the cached
+folios and what reached the disk are verified.  Exit 0 when all pass; on a
+mismatch print the case, the offset and the expected and found bytes, and
+exit 1.
+"""
+import fcntl
+import mmap
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+
+KIB = 1024
+MIB = 1024 * KIB
+FOLIOS = (16 * KIB, 64 * KIB, 2 * MIB)
+
+
+class Mismatch(Exception):
+    pass
+
+
+def pattern(seed, n):
+    """n bytes that differ per seed and per position, never zero."""
+    return random.Random(seed).randbytes(n).translate(NONZERO)
+
+
+NONZERO = bytes([1]) + bytes(range(1, 256))
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+class File:
+    """A file and its expected content."""
+
+    def __init__(self, path):
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.model = bytearray()
+
+    def write(self, off, data):
+        done = 0
+        while done < len(data):
+            done += os.pwrite(self.fd, data[done:], off + done)
+        if off > len(self.model):
+            self.model.extend(bytes(off - len(self.model)))
+        end = off + len(data)
+        if end > len(self.model):
+            self.model.extend(bytes(end - len(self.model)))
+        self.model[off:end] = data
+
+    def truncate(self, size):
+        os.ftruncate(self.fd, size)
+        if size < len(self.model):
+            del self.model[size:]
+        else:
+            self.model.extend(bytes(size - len(self.model)))
+
+    def fallocate(self, mode, off, length):
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_longlong, ctypes.c_longlong]
+        if libc.fallocate(self.fd, mode, off, length):
+            e = ctypes.get_errno()
+            raise OSError(e, f"fallocate mode {mode:#x}: {os.strerror(e)}")
+        end = min(off + length, len(self.model))
+        if off < end:
+            self.model[off:end] = bytes(end - off)
+
+    def verify(self, what):
+        st = os.fstat(self.fd)
+        if st.st_size != len(self.model):
+            raise Mismatch(f"{what}: size {st.st_size}, want "
+                           f"{len(self.model)}")
+        got = bytearray()
+        while len(got) < st.st_size:
+            chunk = os.pread(self.fd, min(4 * MIB, st.st_size - len(got)),
+                             len(got))
+            if not chunk:
+                break
+            got += chunk
+        if got != self.model:
+            i = next(i for i in range(len(got)) if got[i] != self.model[i])
+            raise Mismatch(f"{what}: first bad byte at {i} (block "
+                           f"{i // 4096}, +{i % 4096}): got "
+                           f"{bytes(got[i:i + 8]).hex()} want "
+                           f"{bytes(self.model[i:i + 8]).hex()}")
+
+    def verify_all(self, what):
+        self.verify(what + " (cached)")
+        os.fsync(self.fd)
+        drop_caches()
+        self.verify(what + " (after fsync and cache drop)")
+
+    def close(self):
+        os.close(self.fd)
+
+
+def case_straddle(d):
+    """Writes starting and ending at every alignment around folio and
+    block boundaries, into holes, into cached data and past EOF."""
+    seed = 1
+    for fsz in FOLIOS:
+        f = File(os.path.join(d, f"straddle-{fsz}"))
+        f.write(0, pattern(seed, 3 * fsz))
+        os.fsync(f.fd)
+        drop_caches()
+        for delta in (-4097, -4096, -4095, -512, -1, 0, 1, 511, 4095, 4096):
+            for length in (1, 511, 4096, 4097, fsz - 1, fsz + 1):
+                seed += 1
+                off = fsz + delta
+                f.write(off, pattern(seed, length))
+                f.verify(f"straddle folio {fsz} at {off} len {length}")
+        f.verify_all(f"straddle folio {fsz}")
+        # Past EOF: partial blocks beyond the old size must read as zero.
+        eof = len(f.model)
+        f.write(eof + 3 * fsz + 7, pattern(seed + 1, 100))
+        f.verify_all(f"write past EOF, folio {fsz}")
+        f.close()
+
+
+def case_truncate(d):
+    """Truncate down and up inside dirty large folios: the tail of the
+    block and folio beyond the new EOF must read as zero afterwards."""
+    for fsz in FOLIOS:
+        for cut in (fsz // 2 + 1234, fsz - 1, fsz + 1, 2 * fsz - 4096):
+            f = File(os.path.join(d, f"trunc-{fsz}-{cut}"))
+            f.write(0, pattern(cut, 2 * fsz))          # dirty, not synced
+            f.truncate(cut)
+            f.verify(f"truncate dirty {2 * fsz} to {cut}")
+            f.truncate(2 * fsz + 100)                   # extend: zeros
+            f.verify(f"truncate {cut} up to {2 * fsz + 100}")
+            f.write(cut + 10, pattern(cut + 1, 50))
+            f.verify_all(f"truncate {fsz} cut {cut}")
+            f.close()
+        # The same on a clean, cached folio.
+        f = File(os.path.join(d, f"trunc-clean-{fsz}"))
+        f.write(0, pattern(fsz, 2 * fsz))
+        f.verify_all("before clean truncate")
+        os.pread(f.fd, 2 * fsz, 0)
+        f.truncate(fsz + 777)
+        f.truncate(2 * fsz)
+        f.verify_all(f"truncate clean cached folio {fsz}")
+        f.close()
+
+
+F2FS_IOC_GARBAGE_COLLECT_RANGE = 0x4018f50b
+FALLOC_KEEP_SIZE = 0x01
+FALLOC_PUNCH_HOLE = 0x02
+FALLOC_ZERO_RANGE = 0x10
+
+
+def case_punch(d):
+    """Punch and zero ranges inside dirty and clean large folios, at
+    unaligned offsets (partial blocks are zeroed in the cache)."""
+    for mode in (FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, FALLOC_ZERO_RANGE):
+        for fsz in FOLIOS:
+            for dirty in (True, False):
+                f = File(os.path.join(d, f"punch-{mode}-{fsz}-{dirty}"))
+                f.write(0, pattern(fsz + mode, 3 * fsz))
+                if not dirty:
+                    f.verify_all("before punch")
+                    os.pread(f.fd, 3 * fsz, 0)
+                for off, ln in ((fsz - 100, 200), (fsz + 1, 4096),
+                                (fsz + 4096, fsz), (fsz // 2 + 3, fsz)):
+                    try:
+                        f.fallocate(mode, off, ln)
+                    except OSError as e:
+                        if e.errno == 95:    # EOPNOTSUPP
+                            print(f"punch: mode {mode:#x} unsupported here")
+                            f.close()
+                            return
+                        raise
+                    f.verify(f"fallocate {mode:#x} {off}+{ln} in "
+                             f"{'dirty' if dirty else 'clean'} folio {fsz}")
+                f.verify_all(f"fallocate {mode:#x} folio {fsz}")
+                f.close()
+
+
+def case_dio(d):
+    """O_DIRECT beside cached, dirty large folios: a direct read sees the
+    dirty data, a direct write is seen by the next buffered read."""
+    path = os.path.join(d, "dio")
+    f = File(path)
+    f.write(0, pattern(7, 4 * MIB))
+    os.fsync(f.fd)
+    f.write(MIB + 4096, pattern(8, 512 * KIB))             # dirty, cached
+    dfd = os.open(path, os.O_RDWR | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, MIB)                            # page aligned
+        n = os.preadv(dfd, [buf], MIB)
+        if n != MIB or buf[:] != f.model[MIB:2 * MIB]:
+            raise Mismatch("O_DIRECT read does not see dirty cached data")
+        os.pread(f.fd, 4 * MIB, 0)                          # cache it all
+        data = pattern(9, 256 * KIB)
+        buf[:len(data)] = data
+        mv = memoryview(buf)[:len(data)]
+        if os.pwritev(dfd, [mv], 2 * MIB + 64 * KIB) != len(data):
+            raise Mismatch("short O_DIRECT write")
+        f.model[2 * MIB + 64 * KIB:2 * MIB + 64 * KIB + len(data)] = data
+        f.verify("buffered read after O_DIRECT write into cached folios")
+        # Dirty the cache again, then overwrite part of it directly.
+        f.write(3 * MIB - 100, pattern(10, 8192))
+        data = pattern(11, 4096)
+        buf[:4096] = data
+        if os.pwritev(dfd, [memoryview(buf)[:4096]], 3 * MIB) != 4096:
+            raise Mismatch("short O_DIRECT write")
+        f.model[3 * MIB:3 * MIB + 4096] = data
+        f.verify_all("O_DIRECT write over dirty cached folio")
+    finally:
+        os.close(dfd)
+        f.close()
+
+
+def case_gc(d):
+    """f2fs GC moves blocks of files whose large folios are cached, some of
+    them dirty: data must survive, in the cache and on disk."""
+    # Interleave the file's blocks with a filler's, then delete the
+    # filler: the file's segments are half valid, good GC victims.
+    f = File(os.path.join(d, "gc"))
+    filler = File(os.path.join(d, "gc-filler"))
+    for i in range(0, 8 * MIB, 64 * KIB):
+        f.write(i, pattern(20 + i, 64 * KIB))
+        os.fsync(f.fd)
+        filler.write(i, pattern(21 + i, 64 * KIB))
+        os.fsync(filler.fd)
+    filler.close()
+    os.unlink(filler.path)
+    os.sync()
+    os.pread(f.fd, 8 * MIB, 0)                              # cached
+    f.write(3 * MIB + 5, pattern(40, 100 * KIB))            # some dirty
+    os.fsync(f.fd)
+    f.write(5 * MIB + 5, pattern(41, 100 * KIB))            # dirty again
+    # Foreground GC of every segment that holds a block of the file.
+    segs = set()
+    out = run(["filefrag", "-v", "-b4096", f.path]).stdout
+    for m in re.finditer(r"^\s*\d+:\s+\d+\.\.\s*\d+:\s+(\d+)\.\.\s*(\d+):",
+                         out, re.M):
+        first, last = int(m.group(1)), int(m.group(2))
+        segs.update(range(first - first % 512, last + 1, 512))
+    moved, errs = 0, set()
+    for seg in sorted(segs):
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                        struct.pack("<IxxxxQQ", 1, seg, 511))
+            moved += 1
+        except OSError as e:
+            errs.add(e.strerror)
+    if not moved:
+        raise Mismatch(f"GC of the file's {len(segs)} segments all failed: "
+                       f"{', '.join(sorted(errs))}")
+    print(f"gc: collected {moved} of {len(segs)} segments")
+    f.verify_all("after GC")
+    f.close()
+
+
+def case_pressure(d):
+    """Write and read a file while another process eats memory, so large
+    folios are reclaimed and split under writeback and reads."""
+    total = 0
+    with open("/proc/meminfo") as m:
+        for line in m:
+            if line.startswith("MemAvailable:"):
+                total = int(line.split()[1]) * KIB
+    hog = subprocess.Popen(["stress-ng", "--vm", "1", "--vm-bytes",
+                            str(int(total * 0.7)), "--vm-keep",
+                            "--timeout", "60s", "--quiet"])
+    try:
+        f = File(os.path.join(d, "pressure"))
+        for i in range(48):
+            f.write(i * MIB + (i % 7) * 513, pattern(50 + i, MIB + 3))
+        f.verify("under memory pressure")
+        os.fsync(f.fd)
+        f.verify("under memory pressure after fsync")
+        f.close()
+    finally:
+        hog.terminate()
+        hog.wait()
+
+
+def run(cmd, ok_fail=False):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode and not ok_fail:
+        raise Mismatch(f"{' '.join(cmd)} failed: {r.stderr.strip()}")
+    return r
+
+
+CASES = {"straddle": case_straddle, "truncate": case_truncate,
+         "punch": case_punch, "dio": case_dio, "gc": case_gc,
+         "pressure": case_pressure}
+
+
+def main():
+    if len(sys.argv) != 3 or (sys.argv[1] not in CASES and
+                              sys.argv[1] != "all"):
+        sys.exit(__doc__)
+    names = list(CASES) if sys.argv[1] == "all" else [sys.argv[1]]
+    try:
+        for n in names:
+            CASES[n](sys.argv[2])
+    except Mismatch as e:
+        print(f"edges: FAIL {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

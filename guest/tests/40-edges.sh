@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Large folio edge cases (guest/edges.py): writes straddling folio and
+# block boundaries at every alignment, truncate and fallocate inside dirty
+# large folios, O_DIRECT beside cached dirty folios, GC of files with
+# cached folios, and reclaim under memory pressure.  xfs is the control.
+. /tmp/lab-repo/guest/lib.sh
+
+edges_one() {
+	local name=$1 fs=$2 opts=$3 order=$4 cases=$5 c
+	mkfs_fs "$fs" $DEV && mount_fs "$fs" $DEV $MNT "$opts" "$order" || {
+		result FAIL "$name" "mkfs/mount failed"; return; }
+	for c in $cases; do
+		local out
+		out=$(python3 $REPO/guest/edges.py $c $MNT 2>&1)
+		if [ $? -ne 0 ]; then
+			result FAIL "$name-$c" "$(echo "$out" | tail -1)"
+			continue
+		fi
+		result PASS "$name-$c" "$(echo "$out" | tail -1)"
+	done
+	umount $MNT || { result FAIL "$name" "umount failed"; return; }
+	case $fs in
+	f2fs*) fsck_clean $DEV > /tmp/fsck.out || result FAIL "$name-fsck" \
+		"$(head -2 /tmp/fsck.out | tr '\n' ' ')" ;;
+	esac
+}
+
+ALL="straddle truncate punch dio gc pressure"
+for v in $(f2fs_variants); do
+	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL"
+	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
+		"straddle truncate punch gc"
+done
+edges_one edges-xfs xfs "" "" "straddle truncate punch dio pressure"
