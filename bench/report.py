@@ -30,7 +30,11 @@ VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),
 
 
 def load(resdir):
-    """One row per fio run, from the guest's index and fio's JSON."""
+    """One row per fio run, from the guest's index and fio's JSON.
+
+    The first pass folds the numbers we keep from each fio JSON file into
+    rows.jsonl and removes the file, so a results directory stays small.
+    """
     rows = []
     for d in sorted(os.listdir(resdir)):
         raw = os.path.join(resdir, d)
@@ -38,20 +42,32 @@ def load(resdir):
         if not (d.startswith("raw-") and os.path.exists(p)):
             continue
         with open(p) as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                r = json.loads(line)
-                with open(os.path.join(raw, r["fio"])) as jf:
+            index = [json.loads(line) for line in f if line.strip()]
+        for r in index:
+            jpath = os.path.join(raw, r.get("fio", ""))
+            if "bw_bytes" not in r:
+                with open(jpath) as jf:
                     text = jf.read()
                 # fio may print notes before its JSON.
                 job = json.loads(text[text.index("{"):])["jobs"][0][r["rw"]]
-                fs, variant = VARIANT[r["config"]]
-                rows.append({"fs": fs, "variant": variant,
-                             "workload": r["workload"], "bs": r["bs"],
-                             "mode": r["mode"], "clock": r["clock"],
-                             "rep": r["rep"],
-                             "mibps": job["bw_bytes"] / 1048576})
+                r.update({"bw_bytes": job["bw_bytes"],
+                          "io_bytes": job["io_bytes"],
+                          "runtime_ms": job["runtime"],
+                          "iops": job["iops"],
+                          "lat_mean_ns": job["lat_ns"]["mean"]})
+            fs, variant = VARIANT[r["config"]]
+            rows.append({"fs": fs, "variant": variant,
+                         "workload": r["workload"], "bs": r["bs"],
+                         "mode": r["mode"], "clock": r["clock"],
+                         "rep": r["rep"],
+                         "mibps": r["bw_bytes"] / 1048576})
+        with open(p, "w") as f:
+            for r in index:
+                f.write(json.dumps(r) + "\n")
+        for r in index:
+            jpath = os.path.join(raw, r.get("fio", ""))
+            if r.get("fio") and os.path.exists(jpath):
+                os.unlink(jpath)
     return rows
 
 
