@@ -120,6 +120,13 @@ for wl in ${WLS//,/ }; do
 		done
 	done
 done
+# Preflight: every configuration must come up before hours are spent.
+for fs in ${FSS//,/ }; do
+	fs_up "$fs" > /tmp/preflight.log 2>&1 && umount $MNT || {
+		say "FAILED: cannot set up $fs: $(grep -v '^$' /tmp/preflight.log | tail -1)"
+		exit 1
+	}
+done
 total=$(( REPS * ${#cells[@]} ))
 say "bench ($CLOCK clock): ${#cells[@]} cells x $REPS reps x {${FSS}}, $(( SIZE >> 20 )) MiB"
 t0=$(date +%s)
