@@ -79,6 +79,19 @@ f2fs_variants() {
 }
 variant_order() { case $1 in 4k) echo 0 ;; *) echo "" ;; esac; }
 
+# each_f2fs CMD PREFIX: run `CMD NAME f2fs OPTS ORDER` for every f2fs mode
+# (default, lfs, adaptive) and folio variant.
+each_f2fs() {
+	local v mode opts
+	for v in $(f2fs_variants); do
+		for mode in default lfs adaptive; do
+			opts=""
+			[ $mode != default ] && opts="mode=$mode"
+			"$1" "$2-f2fs-$mode-$v" f2fs "$opts" "$(variant_order "$v")"
+		done
+	done
+}
+
 # Probe once whether this kernel has the knob.
 probe_knob() {
 	mkfs_fs f2fs $DEV >/dev/null && mount -t f2fs $DEV $MNT || return 1

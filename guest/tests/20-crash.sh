@@ -65,12 +65,6 @@ crash_one() {
 	result PASS "$name" "fsynced data intact after shutdown"
 }
 
-for v in $(f2fs_variants); do
-	for mode in default lfs adaptive; do
-		opts=""
-		[ $mode != default ] && opts="mode=$mode"
-		crash_one "crash-f2fs-$mode-$v" f2fs "$opts" "$(variant_order $v)"
-	done
-done
+each_f2fs crash_one crash
 crash_one crash-ext4 ext4 "" ""
 crash_one crash-xfs xfs "" ""
