@@ -28,11 +28,6 @@ splat() {
 
 # Large folio knob of the series; absent on an unpatched kernel.
 knob() { echo "/sys/fs/f2fs/$(basename "$DEV")/max_folio_order"; }
-have_knob() {
-	[ -e "$(knob)" ] && return 0
-	# Not mounted: look for the attribute on any f2fs instance.
-	return 1
-}
 
 # mkfs_fs FS DEV: make a filesystem.  FS is f2fs, ext4, xfs.
 mkfs_fs() {
