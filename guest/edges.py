@@ -3,7 +3,7 @@
 """Targeted large folio edge cases that random exercising rarely hits.
 
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
-                              pressure, all)
+                              mmap, atomic, pressure, all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -245,27 +245,80 @@ def case_gc(d):
     f.write(3 * MIB + 5, pattern(40, 100 * KIB))            # some dirty
     os.fsync(f.fd)
     f.write(5 * MIB + 5, pattern(41, 100 * KIB))            # dirty again
-    # Foreground GC of every segment that holds a block of the file.
-    segs = set()
-    out = run(["filefrag", "-v", "-b4096", f.path]).stdout
-    for m in re.finditer(r"^\s*\d+:\s+\d+\.\.\s*\d+:\s+(\d+)\.\.\s*(\d+):",
-                         out, re.M):
-        first, last = int(m.group(1)), int(m.group(2))
-        segs.update(range(first - first % 512, last + 1, 512))
-    moved, errs = 0, set()
-    for seg in sorted(segs):
-        try:
-            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
-                        struct.pack("<IxxxxQQ", 1, seg, 511))
-            moved += 1
-        except OSError as e:
-            errs.add(e.strerror)
-    if not moved:
-        raise Mismatch(f"GC of the file's {len(segs)} segments all failed: "
-                       f"{', '.join(sorted(errs))}")
-    print(f"gc: collected {moved} of {len(segs)} segments")
+    # Background GC (sync=0) of every segment holding a block of the file
+    # marks the blocks dirty in the cached folios for writeback; foreground
+    # GC (sync=1) then writes the blocks of the segments they are in now.
+    report = []
+    for sync in (0, 1):
+        segs = set()
+        out = run(["filefrag", "-v", "-b4096", f.path]).stdout
+        for m in re.finditer(r"^\s*\d+:\s+\d+\.\.\s*\d+:\s+(\d+)\.\."
+                             r"\s*(\d+):", out, re.M):
+            first, last = int(m.group(1)), int(m.group(2))
+            segs.update(range(first - first % 512, last + 1, 512))
+        moved, errs = 0, set()
+        for seg in sorted(segs):
+            try:
+                fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                            struct.pack("<IxxxxQQ", sync, seg, 511))
+                moved += 1
+            except OSError as e:
+                errs.add(e.strerror)
+        if not moved:
+            raise Mismatch(f"GC (sync={sync}) of the file's {len(segs)} "
+                           f"segments all failed: {', '.join(sorted(errs))}")
+        report.append(f"sync={sync}: {moved} of {len(segs)} segments")
+        f.verify(f"after GC sync={sync} (cached)")
+        f.write(6 * MIB + 3, pattern(42 + sync, 70 * KIB))  # dirty again
+    print(f"gc: collected {', '.join(report)}")
     f.verify_all("after GC")
     f.close()
+
+
+def case_mmap(d):
+    """Stores through a shared mapping race with truncation (the C tool
+    mmap-race): every byte must end up zero or the pattern, and the disk
+    must agree with the cache after fsync."""
+    r = run(["mmap-race", os.path.join(d, "mmap-race"), str(8 * MIB),
+             "3000", "7"], ok_fail=True)
+    if r.returncode:
+        raise Mismatch((r.stdout + r.stderr).strip().splitlines()[-1])
+    print(r.stdout.strip())
+
+
+F2FS_IOC_START_ATOMIC_WRITE = 0xf501
+F2FS_IOC_COMMIT_ATOMIC_WRITE = 0xf502
+F2FS_IOC_ABORT_ATOMIC_WRITE = 0xf505
+
+
+def case_atomic(d):
+    """Android's atomic writes on a file whose large folios are cached,
+    some dirty: a commit makes every staged write visible at once, an abort
+    leaves the file as it was before the atomic write started."""
+    for end in ("commit", "abort"):
+        f = File(os.path.join(d, f"atomic-{end}"))
+        f.write(0, pattern(60, 4 * MIB))
+        os.fsync(f.fd)
+        os.pread(f.fd, 4 * MIB, 0)                          # cached
+        f.write(MIB + 100, pattern(61, 300 * KIB))          # dirty
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        before = bytes(f.model)
+        for i, (off, ln) in enumerate(((5, 4096), (64 * KIB - 1, 2),
+                                       (2 * MIB - 4096, 3 * 4096 + 17),
+                                       (4 * MIB - 10, 64 * KIB))):
+            f.write(off, pattern(62 + i, ln))
+        f.verify(f"atomic write before {end} (cached)")
+        if end == "commit":
+            fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+        else:
+            fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
+            f.model = bytearray(before)
+        f.verify_all(f"atomic write {end}")
+        # The file takes ordinary writes again afterwards.
+        f.write(3 * MIB + 1, pattern(70, 100 * KIB))
+        f.verify_all(f"write after atomic {end}")
+        f.close()
+    print("atomic: commit and abort keep the file consistent")
 
 
 def case_pressure(d):
@@ -301,6 +354,7 @@ def run(cmd, ok_fail=False):
 
 CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
+         "mmap": case_mmap, "atomic": case_atomic,
          "pressure": case_pressure}
 
 

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Large folio edge cases (guest/edges.py): writes straddling folio and
 # block boundaries at every alignment, truncate and fallocate inside dirty
-# large folios, O_DIRECT beside cached dirty folios, GC of files with
-# cached folios, and reclaim under memory pressure.  xfs is the control.
+# large folios, O_DIRECT beside cached dirty folios, foreground and
+# background GC of files with cached folios, mmap stores racing with
+# truncation, atomic write commit and abort over cached large folios, and
+# reclaim under memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 edges_one() {
@@ -26,10 +28,10 @@ edges_one() {
 	esac
 }
 
-ALL="straddle truncate punch dio gc pressure"
+ALL="straddle truncate punch dio gc mmap atomic pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
-		"straddle truncate punch gc"
+		"straddle truncate punch gc mmap atomic"
 done
-edges_one edges-xfs xfs "" "" "straddle truncate punch dio pressure"
+edges_one edges-xfs xfs "" "" "straddle truncate punch dio mmap pressure"
