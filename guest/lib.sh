@@ -68,9 +68,14 @@ fsck_clean() {
 }
 
 # F2FS variants to run: with the series both folio sizes (4k = order 0,
-# lf = default), without it the one upstream behaviour.
+# lf = default) or the one LAB_FOLIOS names, without it the one upstream
+# behaviour.
 f2fs_variants() {
-	if [ -n "${LAB_HAS_KNOB:-}" ]; then echo "4k lf"; else echo "upstream"; fi
+	if [ -z "${LAB_HAS_KNOB:-}" ]; then
+		echo upstream
+	else
+		case ${LAB_FOLIOS:-} in 4k|lf) echo "$LAB_FOLIOS" ;; *) echo "4k lf" ;; esac
+	fi
 }
 variant_order() { case $1 in 4k) echo 0 ;; *) echo "" ;; esac; }
 
