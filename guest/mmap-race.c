@@ -8,10 +8,11 @@
  * process truncates it down to a random size and back up to SIZE, again and
  * again, while the parent stores pat(offset) into random ranges of up to
  * 64 KiB through a MAP_SHARED mapping (a store beyond EOF raises SIGBUS,
- * which is skipped), and now and then msyncs.  Truncation zeroes, stores write the pattern, so
- * afterwards every byte must be 0 or pat(offset): anything else is stale or
- * misplaced data.  The file is then fsynced, the page cache dropped, and
- * what the disk gives back must equal what the cache held.
+ * which is skipped), and now and then msyncs.  Truncation zeroes, stores
+ * write the pattern, so afterwards every byte must be 0 or pat(offset):
+ * anything else is stale or misplaced data.  The file is then fsynced, the
+ * page cache dropped, and what the disk gives back must equal what the
+ * cache held.
  *
  * Exit 0 on success, 1 on a data mismatch (offset and bytes printed),
  * 2 on a usage or system error.
