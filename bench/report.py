@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 """Summarise a bench run: bench/report.py RESULTS_DIR
+                         bench/report.py --cover RESULTS_DIR
 
 Reads RESULTS_DIR/raw-<clock>/rows.jsonl (one row per fio run) and
 meta.json, writes summary.json, summary.md and one PNG plot per clock.
+With --cover, prints the plain-text tables of the cover letter from
+RESULTS_DIR/summary.json instead (./lab export puts them there).
 Cells are medians over the repetitions with min and max; ratios are
 against f2fs with 4K folios (variant 4k, or upstream f2fs when the kernel
 has no series).
@@ -20,7 +23,8 @@ CLOCK_TEXT = {
               "deterministic, for A/B ratios)",
 }
 BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
-WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3}
+WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3,
+            "rand-overwrite": 4}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3}
 
 
@@ -191,9 +195,57 @@ def plot(resdir, summary, configs, base, cells, idx):
     return files
 
 
+COVER_CLOCKS = {"icount": "QEMU -icount (guest instructions), MiB/s:",
+                "wall": "wall clock (host time), MiB/s:"}
+
+
+def cover_tables(summary):
+    """The cover letter's tables: f2fs-4k, f2fs-lf with its ratio, and the
+    medians of ext4 and xfs beside them, one table per clock."""
+    base = f"f2fs-{baseline_variant(summary)}"
+    idx = {(config_name(r["fs"], r["variant"]), r["workload"], r["mode"],
+            r["bs"], r["clock"]): r for r in summary}
+    others = [c for c in ("ext4", "xfs")
+              if any(k[0] == c for k in idx)]
+    cells = sorted({(r["workload"], r["mode"], r["bs"]) for r in summary},
+                   key=lambda c: (WL_ORDER.get(c[0], 9),
+                                  MODE_ORDER.get(c[1], 9),
+                                  BS_ORDER.get(c[2], 9)))
+
+    def cell(r):
+        return (f"{r['median']:.0f} [{r['min']:.0f}-{r['max']:.0f}]"
+                if r else "n/a")
+
+    out = []
+    for clock in sorted({r["clock"] for r in summary},
+                        key=lambda c: (c != "icount", c)):
+        head = (f"{'workload':<9} {'mode':<9} {'bs':>3} {base:>16} "
+                f"{'f2fs-lf':>20}" +
+                "".join(f" {c:>5}" for c in others))
+        out += [COVER_CLOCKS.get(clock, clock + ", MiB/s:"), "", head,
+                "-" * len(head)]
+        for wl, mode, bs in cells:
+            b = idx.get((base, wl, mode, bs, clock))
+            lf = idx.get(("f2fs-lf", wl, mode, bs, clock))
+            ratio = (f" x{lf['median'] / b['median']:.2f}"
+                     if lf and b and b["median"] > 0 else "      ")
+            line = (f"{wl:<9} {mode:<9} {bs:>3} {cell(b):>16} "
+                    f"{cell(lf):>14}{ratio}")
+            for c in others:
+                r = idx.get((c, wl, mode, bs, clock))
+                line += f" {r['median'] if r else 0:>5.0f}"
+            out.append(line)
+        out.append("")
+    return out
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--cover":
+        with open(os.path.join(sys.argv[2], "summary.json")) as f:
+            print("\n".join(cover_tables(json.load(f)["rows"])).rstrip())
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: report.py RESULTS_DIR")
+        sys.exit("usage: report.py RESULTS_DIR | --cover RESULTS_DIR")
     resdir = sys.argv[1]
     with open(os.path.join(resdir, "meta.json")) as f:
         meta = json.load(f)

@@ -17,7 +17,7 @@ SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf,ext4,xfs,tmpfs}
-WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite}
+WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite}
 RUNTIME=${LAB_RUNTIME:-20}
 CLOCK=${LAB_CLOCK:-wall}
 ROWS=$OUT/rows.jsonl
@@ -33,8 +33,9 @@ writeback_off() {
 		vm.dirty_background_ratio=90 vm.dirty_ratio=90
 }
 
-# The maximum folio order for configuration NAME: 0 for f2fs-4k when the
-# kernel has the knob (upstream f2fs is 4K for writable files anyway).
+# The folio order for configuration NAME: 0 (mount -o nolargefolio) for
+# f2fs-4k when the kernel has the series (upstream f2fs is 4K for writable
+# files anyway).
 order_of() {
 	[ "$1" = f2fs-4k ] && [ -n "${LAB_HAS_KNOB:-}" ] && echo 0
 }
@@ -71,20 +72,23 @@ upstream_lf() { [ "$1" = f2fs-lf ] && [ -z "${LAB_HAS_KNOB:-}" ]; }
 # one FS WORKLOAD BS MODE REP: one fio run, one row.
 one() {
 	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra=""
-	case $wl in read-*) rw=read ;; esac
+	case $wl in read-*) rw=read ;; rand-*) rw=randwrite ;; esac
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
 	fi
 	fs_up "$fs" || { echo "fs_up $fs failed" >&2; return 1; }
 	case $wl in
 	read-hole) truncate -s $SIZE $MNT/f ;;
-	read-data|overwrite)
+	read-data|overwrite|rand-overwrite)
 		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $MNT/f ;;
 	esac
 	if upstream_lf "$fs"; then
 		chattr +i $MNT/f || return 1
 	fi
 	cold "$fs" || return 1
+	# Small random writes into a file cached by a read, so in large folios
+	# where the filesystem uses them: each dirties a block of a big folio.
+	[ $wl = rand-overwrite ] && cat $MNT/f > /dev/null
 	case $mode in
 	writeback) writeback_on; extra="--end_fsync=1" ;;
 	fsync) writeback_off; extra="--fsync=1" ;;
@@ -114,8 +118,12 @@ for wl in ${WLS//,/ }; do
 	read-*) modes="cold" ;;
 	*) modes="cache writeback fsync" ;;
 	esac
+	# Random overwrites are 4 KiB: the cost of a small write into a large
+	# cached folio.
+	bss=$BSS
+	case $wl in rand-*) bss=4k ;; esac
 	for mode in $modes; do
-		for bs in ${BSS//,/ }; do
+		for bs in ${bss//,/ }; do
 			cells+=("$wl $bs $mode")
 		done
 	done

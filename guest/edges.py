@@ -3,7 +3,8 @@
 """Targeted large folio edge cases that random exercising rarely hits.
 
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
-                              mmap, atomic, pressure, all)
+                              verity-gc, mmap, mkwrite, dirty-count,
+                              atomic, pressure, all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -226,21 +227,66 @@ def case_dio(d):
         f.close()
 
 
+def interleave(f, filler, size, seed):
+    """Write f and filler in alternating 64 KiB chunks, each fsynced, then
+    delete the filler: f's segments are half valid, good GC victims."""
+    for i in range(0, size, 64 * KIB):
+        f.write(i, pattern(seed + i, 64 * KIB))
+        os.fsync(f.fd)
+        filler.write(i, pattern(seed + 1 + i, 64 * KIB))
+        os.fsync(filler.fd)
+    filler.close()
+    os.unlink(filler.path)
+    os.sync()
+
+
+def gc_file(f, sync):
+    """GC every segment that holds a block of f (sync=0: background GC,
+    which marks the blocks dirty in the cache; sync=1: foreground GC,
+    which writes them at once).  Return a line saying what was moved."""
+    segs = set()
+    out = run(["filefrag", "-v", "-b4096", f.path]).stdout
+    for m in re.finditer(r"^\s*\d+:\s+\d+\.\.\s*\d+:\s+(\d+)\.\."
+                         r"\s*(\d+):", out, re.M):
+        first, last = int(m.group(1)), int(m.group(2))
+        segs.update(range(first - first % 512, last + 1, 512))
+    moved, errs = 0, set()
+    for seg in sorted(segs):
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                        struct.pack("<IxxxxQQ", sync, seg, 511))
+            moved += 1
+        except OSError as e:
+            errs.add(e.strerror)
+    if not moved:
+        raise Mismatch(f"GC (sync={sync}) of the file's {len(segs)} "
+                       f"segments all failed: {', '.join(sorted(errs))}")
+    return f"sync={sync}: {moved} of {len(segs)} segments"
+
+
+def large_folios(path, what):
+    """Pages of path's page cache in large folios (folio-stat), checked
+    against what the variant under test gives (EDGES_FOLIOS: large or
+    small; unchecked when unset)."""
+    out = run(["folio-stat", path]).stdout
+    m = re.search(r"in large folios (\d+) pages", out)
+    if not m:
+        raise Mismatch(f"folio-stat {path}: no summary in {out!r}")
+    lf = int(m.group(1))
+    want = os.environ.get("EDGES_FOLIOS")
+    if (want == "large" and not lf) or (want == "small" and lf):
+        raise Mismatch(f"{what}: want {want} folios, {lf} pages are in "
+                       "large folios")
+    return lf
+
+
 def case_gc(d):
     """f2fs GC moves blocks of files whose large folios are cached, some of
     them dirty: data must survive, in the cache and on disk."""
     # Interleave the file's blocks with a filler's, then delete the
     # filler: the file's segments are half valid, good GC victims.
     f = File(os.path.join(d, "gc"))
-    filler = File(os.path.join(d, "gc-filler"))
-    for i in range(0, 8 * MIB, 64 * KIB):
-        f.write(i, pattern(20 + i, 64 * KIB))
-        os.fsync(f.fd)
-        filler.write(i, pattern(21 + i, 64 * KIB))
-        os.fsync(filler.fd)
-    filler.close()
-    os.unlink(filler.path)
-    os.sync()
+    interleave(f, File(os.path.join(d, "gc-filler")), 8 * MIB, 20)
     os.pread(f.fd, 8 * MIB, 0)                              # cached
     f.write(3 * MIB + 5, pattern(40, 100 * KIB))            # some dirty
     os.fsync(f.fd)
@@ -250,30 +296,55 @@ def case_gc(d):
     # GC (sync=1) then writes the blocks of the segments they are in now.
     report = []
     for sync in (0, 1):
-        segs = set()
-        out = run(["filefrag", "-v", "-b4096", f.path]).stdout
-        for m in re.finditer(r"^\s*\d+:\s+\d+\.\.\s*\d+:\s+(\d+)\.\."
-                             r"\s*(\d+):", out, re.M):
-            first, last = int(m.group(1)), int(m.group(2))
-            segs.update(range(first - first % 512, last + 1, 512))
-        moved, errs = 0, set()
-        for seg in sorted(segs):
-            try:
-                fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
-                            struct.pack("<IxxxxQQ", sync, seg, 511))
-                moved += 1
-            except OSError as e:
-                errs.add(e.strerror)
-        if not moved:
-            raise Mismatch(f"GC (sync={sync}) of the file's {len(segs)} "
-                           f"segments all failed: {', '.join(sorted(errs))}")
-        report.append(f"sync={sync}: {moved} of {len(segs)} segments")
+        report.append(gc_file(f, sync))
         f.verify(f"after GC sync={sync} (cached)")
         f.write(6 * MIB + 3, pattern(42 + sync, 70 * KIB))  # dirty again
     print(f"gc: collected {', '.join(report)}")
     f.verify_all("after GC")
     f.close()
 
+
+FS_IOC_ENABLE_VERITY = 0x40806685
+FS_VERITY_HASH_ALG_SHA256 = 1
+
+
+def enable_verity(path):
+    """FS_IOC_ENABLE_VERITY with SHA-256 and 4 KiB Merkle blocks."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.ioctl(fd, FS_IOC_ENABLE_VERITY,
+                    struct.pack("<IIIIQII", 1, FS_VERITY_HASH_ALG_SHA256,
+                                4096, 0, 0, 0, 0) + bytes(96))
+    finally:
+        os.close(fd)
+
+
+def case_verity_gc(d):
+    """GC of fs-verity files whose large folios are cached.  f2fs moves the
+    blocks of verity files through META_MAPPING (read into and written from
+    an order-0 copy there), not through the file's folios, and at once,
+    for background GC too: one file is collected in the background
+    (sync=0), another in the foreground (sync=1), as a block moved once
+    lands in the current segment, which GC doesn't pick.  The data must
+    read back right, from the cache and from disk."""
+    report = []
+    for sync in (0, 1):
+        f = File(os.path.join(d, f"verity-gc-{sync}"))
+        interleave(f, File(os.path.join(d, f"verity-gc-filler-{sync}")),
+                   4 * MIB, 80 + sync)
+        f.close()
+        enable_verity(f.path)
+        f.fd = os.open(f.path, os.O_RDONLY)
+        drop_caches()
+        f.verify(f"verity file before GC sync={sync}")
+        lf = large_folios(f.path, "verity file")
+        report.append(f"{gc_file(f, sync)} with {lf} pages in large folios")
+        f.verify(f"verity file after GC sync={sync} (cached)")
+        os.sync()
+        drop_caches()
+        f.verify(f"verity file after GC sync={sync} (from disk)")
+        f.close()
+    print(f"verity-gc: {'; '.join(report)}")
 
 def case_mmap(d):
     """Stores through a shared mapping race with truncation (the C tool
@@ -285,6 +356,62 @@ def case_mmap(d):
         raise Mismatch((r.stdout + r.stderr).strip().splitlines()[-1])
     print(r.stdout.strip())
 
+
+def iostat_mapped(d):
+    """f2fs's 'app mapped data' byte count (iostat_info) of d's disk."""
+    dev = os.path.basename(mount_source(d))
+    with open(f"/proc/fs/f2fs/{dev}/iostat_info") as f:
+        for line in f:
+            if line.startswith("app mapped data:"):
+                return int(line.split(":")[1].split()[0])
+    raise Mismatch("no 'app mapped data' in iostat_info")
+
+
+def mount_source(d):
+    with open("/proc/mounts") as f:
+        for line in f:
+            dev, mnt = line.split()[:2]
+            if mnt == os.path.realpath(d):
+                return dev
+    raise Mismatch(f"{d} is not a mount point")
+
+
+def case_mkwrite(d):
+    """Stores through a shared mapping into the holes and the data of a
+    cached, sparse large folio.  The first write fault maps the whole folio
+    writable (finish_fault), so every hole of it needs a block before any
+    store: every store must reach the disk.  f2fs counts a page of mapped
+    I/O per fault, not a folio."""
+    f = File(os.path.join(d, "mkwrite"))
+    f.truncate(4 * MIB)
+    base = 2 * MIB
+    for off in (0, base + 8 * KIB):
+        f.write(off, pattern(90 + off, 4096))
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify("sparse file")                             # cached by readahead
+    lf = large_folios(f.path, "sparse file")
+    with open(f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}/"
+              "iostat_enable", "w") as k:
+        k.write("1\n")
+    before = iostat_mapped(d)
+    stores = [(base + 8 * KIB + 5, 100), (base + 5, 3000),
+              (base + 60 * KIB - 7, 4096 + 14), (base + 300 * KIB, 1)]
+    m = mmap.mmap(f.fd, 4 * MIB)
+    for i, (off, ln) in enumerate(stores):
+        data = pattern(95 + i, ln)
+        m[off:off + ln] = data
+        f.model[off:off + ln] = data
+    m.close()
+    mapped = iostat_mapped(d) - before
+    pages = sum((off + ln - 1) // 4096 - off // 4096 + 1 for off, ln in stores)
+    if mapped % 4096 or not 4096 <= mapped <= pages * 4096:
+        raise Mismatch(f"{len(stores)} stores to {pages} pages counted "
+                       f"{mapped} bytes of mapped I/O, want 4096 per fault")
+    f.verify_all("stores through mmap into a sparse large folio")
+    f.close()
+    print(f"mkwrite: {lf} pages in large folios, {mapped // 4096} faults "
+          "counted, every store on disk")
 
 F2FS_IOC_START_ATOMIC_WRITE = 0xf501
 F2FS_IOC_COMMIT_ATOMIC_WRITE = 0xf502
@@ -345,6 +472,42 @@ def case_pressure(d):
         hog.wait()
 
 
+def f2fs_dirty_data():
+    """f2fs's count of dirty data pages (debugfs status), or None when no
+    f2fs is mounted.  With the series it counts dirty blocks."""
+    if not os.path.exists("/sys/kernel/debug/f2fs"):
+        subprocess.run(["mount", "-t", "debugfs", "none", "/sys/kernel/debug"],
+                       capture_output=True)
+    try:
+        with open("/sys/kernel/debug/f2fs/status") as f:
+            m = re.findall(r"^\s*- data:\s*(\d+) in files", f.read(), re.M)
+    except OSError:
+        return None
+    return sum(int(x) for x in m) if m else None
+
+
+def case_dirty_count(d):
+    """Small writes into a file cached in large folios count the blocks
+    they dirty, not whole folios, and writeback counts them all back."""
+    f = File(os.path.join(d, "dirty-count"))
+    f.write(0, pattern(110, 4 * MIB))
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify("before small writes")                     # cached
+    lf = large_folios(f.path, "cached file")
+    writes = (5, MIB + 4096 * 3, 3 * MIB - 1)   # 4 blocks: the last straddles
+    for i, off in enumerate(writes):
+        f.write(off, pattern(111 + i, 2))
+    n = f2fs_dirty_data()
+    if n is None or n > 4:
+        raise Mismatch(f"3 small writes dirtying 4 blocks count {n} dirty "
+                       "pages, want at most 4")
+    f.verify_all("small writes")
+    f.close()
+    print(f"dirty-count: {n} dirty pages for 4 blocks written "
+          f"({lf} pages in large folios)")
+
+
 def run(cmd, ok_fail=False):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode and not ok_fail:
@@ -355,7 +518,8 @@ def run(cmd, ok_fail=False):
 CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
-         "pressure": case_pressure}
+         "pressure": case_pressure, "verity-gc": case_verity_gc,
+         "mkwrite": case_mkwrite, "dirty-count": case_dirty_count}
 
 
 def main():
@@ -366,6 +530,13 @@ def main():
     try:
         for n in names:
             CASES[n](sys.argv[2])
+            # Every dirty block is written back by sync: a count left over
+            # is a leak that would keep the inode dirty for ever.
+            os.sync()
+            left = f2fs_dirty_data()
+            if left:
+                raise Mismatch(f"{n}: {left} dirty data pages counted after "
+                               "sync")
     except Mismatch as e:
         print(f"edges: FAIL {e}")
         return 1

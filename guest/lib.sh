@@ -26,8 +26,6 @@ splat() {
 	dmesg | grep -E 'WARNING:|BUG:|Oops|kernel BUG|general protection|possible circular|possible recursive|inconsistent lock|UBSAN|KASAN|INFO: task .* blocked|f2fs_bug_on|Call Trace' | head -3
 }
 
-# Large folio knob of the series; absent on an unpatched kernel.
-knob() { echo "/sys/fs/f2fs/$(basename "$DEV")/max_folio_order"; }
 
 # mkfs_fs FS DEV: make a filesystem.  FS is f2fs, ext4, xfs.
 mkfs_fs() {
@@ -35,22 +33,21 @@ mkfs_fs() {
 	f2fs) mkfs.f2fs -q -f "$2" ;;
 	f2fs-compress) mkfs.f2fs -q -f -O extra_attr,compression "$2" ;;
 	f2fs-crypt) mkfs.f2fs -q -f -O encrypt "$2" ;;
+	f2fs-verity) mkfs.f2fs -q -f -O extra_attr,verity "$2" ;;
 	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$2" ;;
 	xfs) mkfs.xfs -q -f "$2" ;;
 	*) echo "mkfs_fs: unknown fs $1"; return 2 ;;
 	esac > /tmp/mkfs.log 2>&1 || { cat /tmp/mkfs.log; return 1; }
 }
 
-# mount_fs FS DEV MNT OPTS [ORDER]: mount and, for f2fs with the series,
-# set the maximum folio order (empty: leave the default).
+# mount_fs FS DEV MNT OPTS [ORDER]: mount; ORDER 0 keeps f2fs with the
+# series on order-0 folios (mount option nolargefolio), empty leaves the
+# default.
 mount_fs() {
 	local fs=$1 dev=$2 mnt=$3 opts=$4 order=${5:-}
 	case $fs in f2fs*) fs=f2fs ;; esac
+	[ "$order" = 0 ] && opts="${opts:+$opts,}nolargefolio"
 	mount -t "$fs" ${opts:+-o "$opts"} "$dev" "$mnt" || return 1
-	if [ -n "$order" ]; then
-		local k=/sys/fs/f2fs/$(basename "$dev")/max_folio_order
-		echo "$order" > "$k" || { echo "cannot set $k"; return 1; }
-	fi
 }
 
 # fsck_clean DEV: a full fsck.f2fs (read-only) must find nothing wrong.
@@ -78,13 +75,15 @@ f2fs_variants() {
 	fi
 }
 variant_order() { case $1 in 4k) echo 0 ;; *) echo "" ;; esac; }
+# Folio sizes a writable file gets in a variant: large only with the series.
+variant_folios() { case $1 in lf) echo large ;; *) echo small ;; esac; }
 
 # each_f2fs CMD PREFIX: run `CMD NAME f2fs OPTS ORDER` for every f2fs mode
-# (default, lfs, adaptive) and folio variant.
+# (default, lfs, adaptive, or those LAB_MODES names) and folio variant.
 each_f2fs() {
 	local v mode opts
 	for v in $(f2fs_variants); do
-		for mode in default lfs adaptive; do
+		for mode in $(echo "${LAB_MODES:-default,lfs,adaptive}" | tr , ' '); do
 			opts=""
 			[ $mode != default ] && opts="mode=$mode"
 			"$1" "$2-f2fs-$mode-$v" f2fs "$opts" "$(variant_order "$v")"
@@ -92,10 +91,18 @@ each_f2fs() {
 	done
 }
 
-# Probe once whether this kernel has the knob.
+# Probe once whether this kernel has the series' switch, the f2fs mount
+# option nolargefolio (an unpatched kernel refuses it).
 probe_knob() {
 	mkfs_fs f2fs $DEV >/dev/null && mount -t f2fs $DEV $MNT || return 1
-	[ -e "$(knob)" ] && LAB_HAS_KNOB=1 || LAB_HAS_KNOB=
 	umount $MNT
+	LAB_HAS_KNOB=
+	if mount -t f2fs -o nolargefolio $DEV $MNT 2>/dev/null; then
+		grep -q "$MNT f2fs .*nolargefolio" /proc/mounts && LAB_HAS_KNOB=1
+		umount $MNT
+	fi
 	export LAB_HAS_KNOB
 }
+
+# Whether to run the ext4 and xfs controls (LAB_CONTROLS=0: no).
+controls() { [ "${LAB_CONTROLS:-1}" != 0 ]; }

@@ -7,7 +7,7 @@
 : > "$OUT/results.txt"
 say "kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/{print $2/1024 " MiB"}' /proc/meminfo), form ${LAB_FORM:-short}"
 probe_knob || { result FAIL setup "cannot make or mount f2fs on $DEV"; touch "$OUT/done"; exit 1; }
-say "large folio knob: $([ -n "$LAB_HAS_KNOB" ] && echo present || echo "absent (unpatched f2fs)")"
+say "f2fs mount option nolargefolio: $([ -n "$LAB_HAS_KNOB" ] && echo present || echo "absent (unpatched f2fs)")"
 for t in "$REPO"/guest/tests/[0-9]*.sh; do
 	name=$(basename "$t" .sh)
 	if [ -n "${LAB_ONLY:-}" ]; then

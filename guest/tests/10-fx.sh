@@ -51,5 +51,7 @@ EOS
 }
 
 each_f2fs run_one fx
-run_one fx-ext4 ext4 "" ""
-run_one fx-xfs xfs "" ""
+if controls; then
+	run_one fx-ext4 ext4 "" ""
+	run_one fx-xfs xfs "" ""
+fi

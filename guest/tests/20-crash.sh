@@ -66,5 +66,7 @@ crash_one() {
 }
 
 each_f2fs crash_one crash
-crash_one crash-ext4 ext4 "" ""
-crash_one crash-xfs xfs "" ""
+if controls; then
+	crash_one crash-ext4 ext4 "" ""
+	crash_one crash-xfs xfs "" ""
+fi

@@ -4,7 +4,7 @@
 # sizes of a file from /proc/kpageflags.  xfs is the control that the
 # probe sees large folios at all.  Upstream f2fs uses them only to read
 # immutable files; with the series every regular file gets them unless
-# max_folio_order is 0.
+# mounted with nolargefolio.
 . /tmp/lab-repo/guest/lib.sh
 
 M=$((1024 * 1024))

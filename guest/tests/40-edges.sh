@@ -3,18 +3,19 @@
 # Large folio edge cases (guest/edges.py): writes straddling folio and
 # block boundaries at every alignment, truncate and fallocate inside dirty
 # large folios, O_DIRECT beside cached dirty folios, foreground and
-# background GC of files with cached folios, mmap stores racing with
-# truncation, atomic write commit and abort over cached large folios, and
-# reclaim under memory pressure.  xfs is the control.
+# background GC of files with cached folios (plain and fs-verity), mmap
+# stores racing with truncation, write faults on a full filesystem, atomic
+# write commit and abort over cached large folios, and reclaim under
+# memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 edges_one() {
-	local name=$1 fs=$2 opts=$3 order=$4 cases=$5 c
+	local name=$1 fs=$2 opts=$3 order=$4 cases=$5 folios=${6:-} c
 	mkfs_fs "$fs" $DEV && mount_fs "$fs" $DEV $MNT "$opts" "$order" || {
 		result FAIL "$name" "mkfs/mount failed"; return; }
 	for c in $cases; do
 		local out
-		out=$(python3 $REPO/guest/edges.py $c $MNT 2>&1)
+		out=$(EDGES_FOLIOS=$folios python3 $REPO/guest/edges.py $c $MNT 2>&1)
 		if [ $? -ne 0 ]; then
 			result FAIL "$name-$c" "$(echo "$out" | tail -1)"
 			continue
@@ -28,10 +29,14 @@ edges_one() {
 	esac
 }
 
-ALL="straddle truncate punch dio gc mmap atomic pressure"
+ALL="straddle truncate punch dio gc mmap mkwrite dirty-count atomic pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
-		"straddle truncate punch gc mmap atomic"
+		"straddle truncate punch gc mmap mkwrite dirty-count atomic"
+	# f2fs moves the blocks of verity files through META_MAPPING.
+	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
+		verity-gc "$(variant_folios $v)"
 done
-edges_one edges-xfs xfs "" "" "straddle truncate punch dio mmap pressure"
+controls && edges_one edges-xfs xfs "" "" \
+	"straddle truncate punch dio mmap pressure"
