@@ -26,7 +26,6 @@ splat() {
 	dmesg | grep -E 'WARNING:|BUG:|Oops|kernel BUG|general protection|possible circular|possible recursive|inconsistent lock|UBSAN|KASAN|INFO: task .* blocked|f2fs_bug_on|Call Trace' | head -3
 }
 
-
 # mkfs_fs FS DEV: make a filesystem.  FS is f2fs, ext4, xfs.
 mkfs_fs() {
 	case $1 in
