@@ -4,6 +4,7 @@
 
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-gc, mmap, mkwrite, dirty-count,
+                              collapse-race, partial-read, gc-mark,
                               atomic, pressure, all)
 
 Every case writes through the page cache, checks what it reads back against
@@ -78,6 +79,12 @@ class File:
         if libc.fallocate(self.fd, mode, off, length):
             e = ctypes.get_errno()
             raise OSError(e, f"fallocate mode {mode:#x}: {os.strerror(e)}")
+        if mode == FALLOC_COLLAPSE_RANGE:
+            del self.model[off:off + length]
+            return
+        if mode == FALLOC_INSERT_RANGE:
+            self.model[off:off] = bytes(length)
+            return
         end = min(off + length, len(self.model))
         if off < end:
             self.model[off:end] = bytes(end - off)
@@ -163,6 +170,8 @@ F2FS_IOC_GARBAGE_COLLECT_RANGE = 0x4018f50b
 FALLOC_KEEP_SIZE = 0x01
 FALLOC_PUNCH_HOLE = 0x02
 FALLOC_ZERO_RANGE = 0x10
+FALLOC_COLLAPSE_RANGE = 0x08
+FALLOC_INSERT_RANGE = 0x20
 
 
 def case_punch(d):
@@ -303,6 +312,54 @@ def case_gc(d):
     f.verify_all("after GC")
     f.close()
 
+
+def phys_blocks(path):
+    """{file block: disk block} from filefrag."""
+    out = run(["filefrag", "-v", "-b4096", path]).stdout
+    m = {}
+    for e in re.finditer(r"^\s*\d+:\s+(\d+)\.\.\s*(\d+):\s+(\d+)\.\.",
+                         out, re.M):
+        lo, hi, ph = int(e.group(1)), int(e.group(2)), int(e.group(3))
+        for i in range(lo, hi + 1):
+            m[i] = ph + i - lo
+    return m
+
+
+def case_gc_mark(d):
+    """GC marks only the blocks it moves: in a dirty 64 KiB folio whose
+    first 4 blocks background GC moves, the other 12 blocks are written
+    with the user's data, not to the cold log with the moved ones."""
+    f = File(os.path.join(d, "gc-mark"))
+    f.write(0, pattern(150, 16 * KIB))
+    os.fsync(f.fd)
+    # Small fsynced writes go to the same log as f's first blocks: 2 MiB
+    # of them close f's segment, which makes it a GC victim.
+    filler = File(os.path.join(d, "gc-mark-filler"))
+    for i in range(0, 2 * MIB + 64 * KIB, 64 * KIB):
+        filler.write(i, pattern(151 + i, 64 * KIB))
+        os.fsync(filler.fd)
+    filler.close()
+    os.unlink(filler.path)
+    os.sync()
+    first = phys_blocks(f.path)[0]
+    # One 64 KiB folio, dirtied by the user's write: blocks 0-3 exist on
+    # disk, 4-15 are new.
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    f.write(0, pattern(152, 64 * KIB))
+    lf = large_folios(f.path, "64 KiB write")
+    # Background GC of the segment of blocks 0-3 marks them, in the cache.
+    fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                struct.pack("<IxxxxQQ", 0, first, 1))
+    os.fsync(f.fd)
+    after = phys_blocks(f.path)
+    if after[4] == after[3] + 1:
+        raise Mismatch(f"gc-mark: blocks 0-15 written contiguously from "
+                       f"{after[0]}: the user's blocks 4-15 went to the "
+                       "log of the blocks GC moved")
+    f.verify_all("GC of part of a dirty folio")
+    f.close()
+    print(f"gc-mark: blocks 0-3 moved from {first} to {after[0]}, the "
+          f"user's 4-15 written at {after[4]} ({lf} pages in large folios)")
 
 FS_IOC_ENABLE_VERITY = 0x40806685
 FS_VERITY_HASH_ALG_SHA256 = 1
@@ -508,6 +565,101 @@ def case_dirty_count(d):
           f"({lf} pages in large folios)")
 
 
+def case_collapse_race(d):
+    """A reader copies from large folios straddling the offset of collapse
+    and insert range while they run: it must see the data before or after
+    the call, never zeroes, and the file must match the model."""
+    f = File(os.path.join(d, "collapse-race"))
+    f.write(0, pattern(120, 4 * MIB))
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify("before collapse")                          # cached
+    lf = large_folios(f.path, "cached file")
+    x = MIB + 12 * KIB              # inside any folio larger than 4 KiB
+    lo, span = x - 64 * KIB, 256 * KIB
+    stop = os.path.join(d, "collapse-race.stop")
+    pid = os.fork()
+    if pid == 0:                    # the reader
+        code = 0
+        fd = os.open(f.path, os.O_RDONLY)
+        while not os.path.exists(stop):
+            buf = os.pread(fd, span, lo)
+            z = buf.find(0)
+            if z >= 0:
+                print(f"collapse-race: reader got zeroes at {lo + z} "
+                      f"(block {(lo + z) // 4096}, +{(lo + z) % 4096})")
+                code = 1
+                break
+        os._exit(code)
+    try:
+        for i in range(24):
+            if i % 2:
+                # Insert a hole well past the reader, then fill it back.
+                at = 2 * MIB + 8 * KIB
+                f.fallocate(FALLOC_INSERT_RANGE, at, 4096)
+                f.write(at, pattern(130 + i, 4096))
+            else:
+                f.fallocate(FALLOC_COLLAPSE_RANGE, x, 4096)
+            # Bring large folios back over x for the next call.
+            os.pread(f.fd, MIB, x - MIB // 2)
+            f.verify(f"collapse/insert round {i}")
+    finally:
+        open(stop, "w").close()
+        _, status = os.waitpid(pid, 0)
+        os.unlink(stop)
+    if status:
+        raise Mismatch("collapse-race: the reader saw zeroes (above)")
+    f.verify_all("collapse and insert range under a reader")
+    f.close()
+    print(f"collapse-race: 24 calls under a reader ({lf} pages in large "
+          "folios at start)")
+
+
+FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
+
+
+def f2fs_inject(d, rate, kind):
+    """Set f2fs's fault injection (sysfs inject_rate and inject_type)."""
+    dev = os.path.basename(mount_source(d))
+    for name, val in (("inject_type", kind), ("inject_rate", rate)):
+        with open(f"/sys/fs/f2fs/{dev}/{name}", "w") as f:
+            f.write(f"{val}\n")
+
+
+def case_partial_read(d):
+    """A write that partially overwrites a block of an uncached large folio
+    reads that block through f2fs's read path: with read errors injected
+    there, the write fails with EIO and changes nothing."""
+    f = File(os.path.join(d, "partial-read"))
+    f.write(0, pattern(140, 4 * MIB))
+    os.fsync(f.fd)
+    # Drop the file's data from the cache but keep its node pages, whose
+    # reads the injection would fail as well.
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    off = MIB + 100                 # head block partial, tail block-aligned
+    data = pattern(141, MIB // 2 - 100)
+    f2fs_inject(d, 1, FAULT_READ_IO)
+    try:
+        os.pwrite(f.fd, data, off)
+        err = None
+    except OSError as e:
+        err = e
+    finally:
+        f2fs_inject(d, 0, 0)
+    if err is None or err.errno != 5:
+        raise Mismatch(f"write over an unread partial block with read "
+                       f"errors injected: got {err or 'success'}, want EIO")
+    f.verify_all("failed partial-block write")
+    # The same write without the injection; its folio must be large.
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    f.write(off, data)
+    lf = large_folios(f.path, "partially written folio")
+    f.verify_all("partial-block write")
+    f.close()
+    print(f"partial-read: EIO with read errors injected; {lf} pages in "
+          "large folios after the write")
+
+
 def run(cmd, ok_fail=False):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode and not ok_fail:
@@ -519,7 +671,9 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
-         "mkwrite": case_mkwrite, "dirty-count": case_dirty_count}
+         "mkwrite": case_mkwrite, "dirty-count": case_dirty_count,
+         "collapse-race": case_collapse_race,
+         "partial-read": case_partial_read, "gc-mark": case_gc_mark}
 
 
 def main():

@@ -4,9 +4,10 @@
 # block boundaries at every alignment, truncate and fallocate inside dirty
 # large folios, O_DIRECT beside cached dirty folios, foreground and
 # background GC of files with cached folios (plain and fs-verity), mmap
-# stores racing with truncation, write faults on a full filesystem, atomic
-# write commit and abort over cached large folios, and reclaim under
-# memory pressure.  xfs is the control.
+# stores racing with truncation, write faults on a full filesystem, reads
+# racing collapse and insert range, atomic write commit and abort over
+# cached large folios, and reclaim under memory pressure.  xfs is the
+# control.
 . /tmp/lab-repo/guest/lib.sh
 
 edges_one() {
@@ -29,14 +30,16 @@ edges_one() {
 	esac
 }
 
-ALL="straddle truncate punch dio gc mmap mkwrite dirty-count atomic pressure"
+ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
+	collapse-race partial-read atomic pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
-		"straddle truncate punch gc mmap mkwrite dirty-count atomic"
+		"straddle truncate punch gc gc-mark mmap mkwrite dirty-count
+		collapse-race partial-read atomic"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
 		verity-gc "$(variant_folios $v)"
 done
 controls && edges_one edges-xfs xfs "" "" \
-	"straddle truncate punch dio mmap pressure"
+	"straddle truncate punch dio mmap collapse-race pressure"
