@@ -543,15 +543,22 @@ def f2fs_dirty_data():
     return sum(int(x) for x in m) if m else None
 
 
+def cached_file(d, name, seed):
+    """A 4 MiB file written, synced, dropped from the cache and read back
+    (checked against the model), so that readahead caches it in large
+    folios; return it and the pages in large folios."""
+    f = File(os.path.join(d, name))
+    f.write(0, pattern(seed, 4 * MIB))
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify(f"{name}: before the case")                 # cached
+    return f, large_folios(f.path, f"{name}: cached file")
+
+
 def case_dirty_count(d):
     """Small writes into a file cached in large folios count the blocks
     they dirty, not whole folios, and writeback counts them all back."""
-    f = File(os.path.join(d, "dirty-count"))
-    f.write(0, pattern(110, 4 * MIB))
-    os.fsync(f.fd)
-    drop_caches()
-    f.verify("before small writes")                     # cached
-    lf = large_folios(f.path, "cached file")
+    f, lf = cached_file(d, "dirty-count", 110)
     writes = (5, MIB + 4096 * 3, 3 * MIB - 1)   # 4 blocks: the last straddles
     for i, off in enumerate(writes):
         f.write(off, pattern(111 + i, 2))
@@ -569,12 +576,7 @@ def case_collapse_race(d):
     """A reader copies from large folios straddling the offset of collapse
     and insert range while they run: it must see the data before or after
     the call, never zeroes, and the file must match the model."""
-    f = File(os.path.join(d, "collapse-race"))
-    f.write(0, pattern(120, 4 * MIB))
-    os.fsync(f.fd)
-    drop_caches()
-    f.verify("before collapse")                          # cached
-    lf = large_folios(f.path, "cached file")
+    f, lf = cached_file(d, "collapse-race", 120)
     x = MIB + 12 * KIB              # inside any folio larger than 4 KiB
     lo, span = x - 64 * KIB, 256 * KIB
     stop = os.path.join(d, "collapse-race.stop")
