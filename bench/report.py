@@ -29,6 +29,8 @@ MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3}
 
 
 VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),
+           "f2fs-crypt-4k": ("f2fs-crypt", "4k"),
+           "f2fs-crypt-lf": ("f2fs-crypt", "lf"),
            "tmpfs": ("tmpfs", "huge"), "ext4": ("ext4", "default"),
            "xfs": ("xfs", "default")}
 
@@ -76,7 +78,16 @@ def load(resdir):
 
 
 def config_name(fs, variant):
-    return f"{fs}-{variant}" if fs == "f2fs" else fs
+    return f"{fs}-{variant}" if fs.startswith("f2fs") else fs
+
+
+def base_of(config, base):
+    """What a configuration's ratio is against: an f2fs kind of file with
+    large folios against the same kind with order-0 folios, the rest
+    against f2fs with order-0 folios."""
+    if config.startswith("f2fs-crypt-") and config != "f2fs-crypt-4k":
+        return "f2fs-crypt-4k"
+    return base
 
 
 def summarise(rows):
@@ -121,7 +132,9 @@ def tables(summary, meta):
           f"on brd, {meta.get('reps')} interleaved repetitions; guest "
           f"{meta.get('guest_cpus')} vCPUs / {meta.get('guest_memory')}, "
           f"accel {meta.get('accel')}. Cells: median MiB/s [min-max]; "
-          f"(xN.NN) = median ratio against {base}.", ""]
+          f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
+          "against f2fs-crypt-4k, encrypted files with order-0 folios).",
+          ""]
     if meta.get("quick"):
         md += ["**Quick run: one small repetition, proves the bench works; "
                "not a measurement.**", ""]
@@ -134,15 +147,15 @@ def tables(summary, meta):
         md.append("| workload | mode | bs | " + " | ".join(configs) + " |")
         md.append("|---|---|---|" + "---|" * len(configs))
         for wl, mode, bs in cells:
-            b = idx.get((base, wl, mode, bs, clock))
             line = f"| {wl} | {mode} | {bs} |"
             for c in configs:
                 r = idx.get((c, wl, mode, bs, clock))
+                b = idx.get((base_of(c, base), wl, mode, bs, clock))
                 if not r:
                     line += " n/a |"
                     continue
                 s = f" {r['median']:.1f} [{r['min']:.1f}-{r['max']:.1f}]"
-                if c != base and b and b["median"] > 0:
+                if c != base_of(c, base) and b and b["median"] > 0:
                     s += f" (x{r['median'] / b['median']:.2f})"
                 line += s + " |"
             md.append(line)
@@ -168,7 +181,7 @@ def plot(resdir, summary, configs, base, cells, idx):
             ys, lo, hi = [], [], []
             for w, m, b in cells:
                 r = idx.get((c, w, m, b, clock))
-                bb = idx.get((base, w, m, b, clock))
+                bb = idx.get((base_of(c, base), w, m, b, clock))
                 if r and bb and bb["median"] > 0:
                     y = r["median"] / bb["median"]
                     ys.append(y)
@@ -184,7 +197,8 @@ def plot(resdir, summary, configs, base, cells, idx):
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(cells)))
         ax.set_xticklabels(labels, fontsize=7, rotation=90)
-        ax.set_ylabel(f"throughput / {base} (median, min-max)")
+        ax.set_ylabel(f"throughput / {base}, f2fs-crypt-lf / f2fs-crypt-4k"
+                      " (median, min-max)")
         ax.set_title(CLOCK_TEXT.get(clock, clock), fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
@@ -200,13 +214,15 @@ COVER_CLOCKS = {"icount": "QEMU -icount (guest instructions), MiB/s:",
 
 
 def cover_tables(summary):
-    """The cover letter's tables: f2fs-4k, f2fs-lf with its ratio, and the
-    medians of ext4 and xfs beside them, one table per clock."""
+    """The cover letter's tables: f2fs-4k, f2fs-lf with its ratio, the
+    same for encrypted files if measured, and the medians of ext4 and xfs
+    beside them, one table per clock."""
     base = f"f2fs-{baseline_variant(summary)}"
     idx = {(config_name(r["fs"], r["variant"]), r["workload"], r["mode"],
             r["bs"], r["clock"]): r for r in summary}
     others = [c for c in ("ext4", "xfs")
               if any(k[0] == c for k in idx)]
+    crypt = any(k[0] == "f2fs-crypt-lf" for k in idx)
     cells = sorted({(r["workload"], r["mode"], r["bs"]) for r in summary},
                    key=lambda c: (WL_ORDER.get(c[0], 9),
                                   MODE_ORDER.get(c[1], 9),
@@ -216,21 +232,28 @@ def cover_tables(summary):
         return (f"{r['median']:.0f} [{r['min']:.0f}-{r['max']:.0f}]"
                 if r else "n/a")
 
+    def ratio(r, b):
+        return (f" x{r['median'] / b['median']:.2f}"
+                if r and b and b["median"] > 0 else "      ")
+
     out = []
     for clock in sorted({r["clock"] for r in summary},
                         key=lambda c: (c != "icount", c)):
         head = (f"{'workload':<9} {'mode':<9} {'bs':>3} {base:>16} "
                 f"{'f2fs-lf':>20}" +
+                (f" {'crypt-4k':>16} {'crypt-lf':>20}" if crypt else "") +
                 "".join(f" {c:>5}" for c in others))
         out += [COVER_CLOCKS.get(clock, clock + ", MiB/s:"), "", head,
                 "-" * len(head)]
         for wl, mode, bs in cells:
             b = idx.get((base, wl, mode, bs, clock))
             lf = idx.get(("f2fs-lf", wl, mode, bs, clock))
-            ratio = (f" x{lf['median'] / b['median']:.2f}"
-                     if lf and b and b["median"] > 0 else "      ")
             line = (f"{wl:<9} {mode:<9} {bs:>3} {cell(b):>16} "
-                    f"{cell(lf):>14}{ratio}")
+                    f"{cell(lf):>14}{ratio(lf, b)}")
+            if crypt:
+                cb = idx.get(("f2fs-crypt-4k", wl, mode, bs, clock))
+                cl = idx.get(("f2fs-crypt-lf", wl, mode, bs, clock))
+                line += f" {cell(cb):>16} {cell(cl):>14}{ratio(cl, cb)}"
             for c in others:
                 r = idx.get((c, wl, mode, bs, clock))
                 line += f" {r['median'] if r else 0:>5.0f}"

@@ -16,7 +16,7 @@
 SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
-FSS=${LAB_FS:-f2fs-4k,f2fs-lf,ext4,xfs,tmpfs}
+FSS=${LAB_FS:-f2fs-4k,f2fs-lf,f2fs-crypt-4k,f2fs-crypt-lf,ext4,xfs,tmpfs}
 WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite}
 RUNTIME=${LAB_RUNTIME:-20}
 CLOCK=${LAB_CLOCK:-wall}
@@ -34,16 +34,28 @@ writeback_off() {
 }
 
 # The folio order for configuration NAME: 0 (mount -o nolargefolio) for
-# f2fs-4k when the kernel has the series (upstream f2fs is 4K for writable
-# files anyway).
+# f2fs-4k and f2fs-crypt-4k when the kernel has the series (upstream f2fs
+# is 4K for writable files anyway).
 order_of() {
-	[ "$1" = f2fs-4k ] && [ -n "${LAB_HAS_KNOB:-}" ] && echo 0
+	case $1 in *-4k) [ -n "${LAB_HAS_KNOB:-}" ] && echo 0 ;; esac
+}
+
+# The f2fs-crypt configurations are Android's /data: mounted with
+# inlinecrypt, files in a directory with a v2 policy and IV_INO_LBLK_64
+# (blk-crypto-fallback does the crypto in the guest).
+CRYPT_POLICY=v2-iv64
+
+# dir_of NAME: where configuration NAME's test file lives.
+dir_of() {
+	case $1 in f2fs-crypt-*) echo $MNT/enc ;; *) echo $MNT ;; esac
 }
 
 # mnt NAME: mount configuration NAME's filesystem at $MNT.
 mnt() {
 	case $1 in
 	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
+	f2fs-crypt-*) mount_fs f2fs $DEV $MNT inlinecrypt "$(order_of "$1")" &&
+		crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
 	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(order_of "$1")" ;;
 	*) mount_fs "$1" $DEV $MNT "" "" ;;
 	esac
@@ -53,10 +65,14 @@ mnt() {
 fs_up() {
 	case $1 in
 	tmpfs) ;;
+	f2fs-crypt-*) mkfs_fs f2fs-crypt $DEV || return 1 ;;
 	f2fs-*) mkfs_fs f2fs $DEV || return 1 ;;
 	*) mkfs_fs "$1" $DEV || return 1 ;;
 	esac
-	mnt "$1"
+	mnt "$1" || return 1
+	case $1 in
+	f2fs-crypt-*) crypt_dir $MNT $MNT/enc $CRYPT_POLICY ;;
+	esac
 }
 
 # cold NAME: remount so the next access starts with an empty cache.
@@ -67,34 +83,37 @@ cold() {
 
 # Without the series the only large folio rows upstream f2fs can give
 # are reads of immutable files.
-upstream_lf() { [ "$1" = f2fs-lf ] && [ -z "${LAB_HAS_KNOB:-}" ]; }
+upstream_lf() {
+	case $1 in f2fs-lf|f2fs-crypt-lf) [ -z "${LAB_HAS_KNOB:-}" ] ;; *) false ;; esac
+}
 
 # one FS WORKLOAD BS MODE REP: one fio run, one row.
 one() {
-	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra=""
+	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra="" f
 	case $wl in read-*) rw=read ;; rand-*) rw=randwrite ;; esac
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
 	fi
 	fs_up "$fs" || { echo "fs_up $fs failed" >&2; return 1; }
+	f=$(dir_of "$fs")/f
 	case $wl in
-	read-hole) truncate -s $SIZE $MNT/f ;;
+	read-hole) truncate -s $SIZE $f ;;
 	read-data|overwrite|rand-overwrite)
-		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $MNT/f ;;
+		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $f ;;
 	esac
 	if upstream_lf "$fs"; then
-		chattr +i $MNT/f || return 1
+		chattr +i $f || return 1
 	fi
 	cold "$fs" || return 1
 	# Small random writes into a file cached by a read, so in large folios
 	# where the filesystem uses them: each dirties a block of a big folio.
-	[ $wl = rand-overwrite ] && cat $MNT/f > /dev/null
+	[ $wl = rand-overwrite ] && cat $f > /dev/null
 	case $mode in
 	writeback) writeback_on; extra="--end_fsync=1" ;;
 	fsync) writeback_off; extra="--fsync=1" ;;
 	*) writeback_off ;;
 	esac
-	fio --name=lab --filename=$MNT/f --rw=$rw --bs=$bs --size=$SIZE \
+	fio --name=lab --filename=$f --rw=$rw --bs=$bs --size=$SIZE \
 		--ioengine=psync --iodepth=1 --numjobs=1 --direct=0 \
 		--fallocate=none --invalidate=0 --runtime=$RUNTIME \
 		--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err

@@ -3,7 +3,9 @@
 """Targeted large folio edge cases that random exercising rarely hits.
 
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
-                              verity-gc, mmap, mkwrite, dirty-count,
+                              verity-gc, verity-read, verity-corrupt,
+                              crypt-wrap, crypt-gc, mmap, mkwrite,
+                              dirty-count,
                               collapse-race, partial-read, gc-mark,
                               atomic, pressure, all)
 
@@ -13,6 +15,7 @@ folios and what reached the disk are verified.  Exit 0 when all pass; on a
 mismatch print the case, the offset and the expected and found bytes, and
 exit 1.
 """
+import errno
 import fcntl
 import mmap
 import os
@@ -273,11 +276,12 @@ def gc_file(f, sync):
     return f"sync={sync}: {moved} of {len(segs)} segments"
 
 
-def large_folios(path, what):
-    """Pages of path's page cache in large folios (folio-stat), checked
-    against what the variant under test gives (EDGES_FOLIOS: large or
-    small; unchecked when unset)."""
-    out = run(["folio-stat", path]).stdout
+def large_folios(path, what, rng=()):
+    """Pages of path's page cache in large folios (folio-stat, over the
+    range (offset, length) if given), checked against what the variant
+    under test gives (EDGES_FOLIOS: large or small; unchecked when
+    unset)."""
+    out = run(["folio-stat", path] + [str(x) for x in rng]).stdout
     m = re.search(r"in large folios (\d+) pages", out)
     if not m:
         raise Mismatch(f"folio-stat {path}: no summary in {out!r}")
@@ -403,6 +407,138 @@ def case_verity_gc(d):
         f.close()
     print(f"verity-gc: {'; '.join(report)}")
 
+def case_verity_read(d):
+    """fs-verity enabled on a file whose large folios are cached, some of
+    them dirty: FS_IOC_ENABLE_VERITY writes them back and builds the Merkle
+    tree past EOF through the same page cache.  The data must then read
+    back, verified, from the cache and from disk, in large folios."""
+    f = File(os.path.join(d, "verity-read"))
+    f.write(0, pattern(120, 6 * MIB + 3 * KIB))         # partial last block
+    os.fsync(f.fd)
+    f.write(MIB + 7, pattern(121, 300 * KIB))           # dirty when enabled
+    f.close()                   # enabling verity needs no writer open
+    enable_verity(f.path)
+    f.fd = os.open(f.path, os.O_RDONLY)
+    f.verify("verity enabled on cached folios (cached)")
+    drop_caches()
+    f.verify("verity enabled on cached folios (from disk)")
+    lf = large_folios(f.path, "verity file read back")
+    f.close()
+    print(f"verity-read: {lf} pages in large folios, verified")
+
+
+def merkle_level0_offset(nblocks):
+    """Offset in the stored Merkle tree (SHA-256, 4 KiB blocks: 128 hashes
+    a block) of its level 0, the hashes of the data blocks: the levels are
+    stored from the root down."""
+    sizes, n = [], nblocks
+    while True:
+        n = (n + 127) // 128
+        sizes.append(n)
+        if n == 1:
+            break
+    return sum(sizes[1:]) * 4096
+
+
+def find_block(dev, block):
+    """The 4 KiB-aligned disk offset holding exactly block."""
+    with open(dev, "rb") as f:
+        base = 0
+        while True:
+            chunk = f.read(4 * MIB)
+            if not chunk:
+                break
+            i = chunk.find(block)
+            while i >= 0 and i % 4096:
+                i = chunk.find(block, i + 1)
+            if i >= 0:
+                return base + i
+            base += len(chunk)
+    raise Mismatch(f"block {block[:8].hex()}... not found on {dev}")
+
+
+def flip_byte(dev, off):
+    """Invert the byte at off on the raw device; return a function that
+    puts it back."""
+    fd = os.open(dev, os.O_RDWR)
+    try:
+        old = os.pread(fd, 1, off)
+        os.pwrite(fd, bytes([old[0] ^ 0xff]), off)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+    def restore():
+        fd = os.open(dev, os.O_RDWR)
+        os.pwrite(fd, old, off)
+        os.fsync(fd)
+        os.close(fd)
+    return restore
+
+
+def expect_eio(f, blk, what):
+    drop_caches()
+    try:
+        os.pread(f.fd, 4096, blk * 4096)
+    except OSError as e:
+        if e.errno == errno.EIO:
+            return
+        raise Mismatch(f"{what}: reading block {blk} gave {e.strerror}, "
+                       "want EIO")
+    raise Mismatch(f"{what}: reading block {blk} succeeded, want EIO")
+
+
+def case_verity_corrupt(d):
+    """A corrupted data block, and then a corrupted Merkle tree block, of
+    an fs-verity file read in large folios must fail the read with EIO,
+    while a block far from it still reads right; with the byte put back,
+    the whole file reads right again."""
+    f = File(os.path.join(d, "verity-corrupt"))
+    size = 4 * MIB
+    f.write(0, pattern(130, size))
+    os.fsync(f.fd)
+    f.close()
+    enable_verity(f.path)
+    f.fd = os.open(f.path, os.O_RDONLY)
+    os.sync()
+    dev = mount_source(d)
+    bad, good = 37, 900         # level-0 hash blocks 0 and 7
+    drop_caches()
+    f.verify("verity file")
+    lf = large_folios(f.path, "verity file")
+
+    # a data block
+    restore = flip_byte(dev, phys_blocks(f.path)[bad] * 4096 + 123)
+    try:
+        expect_eio(f, bad, "corrupted data block")
+        if os.pread(f.fd, 4096, good * 4096) != \
+                f.model[good * 4096:(good + 1) * 4096]:
+            raise Mismatch("block far from a corrupted one reads wrong")
+    finally:
+        restore()
+    drop_caches()
+    f.verify("data block put back")
+
+    # the level-0 Merkle block holding the hash of block `bad`
+    tree = subprocess.run(["fsverity", "dump_metadata", "merkle_tree",
+                           f.path], capture_output=True, check=True).stdout
+    off = merkle_level0_offset(size // 4096) + bad // 128 * 4096
+    where = find_block(dev, tree[off:off + 4096])
+    restore = flip_byte(dev, where + bad % 128 * 32)
+    try:
+        expect_eio(f, bad, "corrupted Merkle tree block")
+        if os.pread(f.fd, 4096, good * 4096) != \
+                f.model[good * 4096:(good + 1) * 4096]:
+            raise Mismatch("block hashed elsewhere reads wrong")
+    finally:
+        restore()
+    drop_caches()
+    f.verify("Merkle block put back")
+    f.close()
+    print(f"verity-corrupt: EIO for a corrupted data block and Merkle "
+          f"block ({lf} pages in large folios)")
+
+
 def case_mmap(d):
     """Stores through a shared mapping race with truncation (the C tool
     mmap-race): every byte must end up zero or the pattern, and the disk
@@ -425,12 +561,17 @@ def iostat_mapped(d):
 
 
 def mount_source(d):
+    """The device of the filesystem d is on (d may be a directory in it,
+    e.g. an encrypted one)."""
+    mnt = os.path.realpath(d)
+    while not os.path.ismount(mnt):
+        mnt = os.path.dirname(mnt)
     with open("/proc/mounts") as f:
         for line in f:
-            dev, mnt = line.split()[:2]
-            if mnt == os.path.realpath(d):
+            dev, m = line.split()[:2]
+            if m == mnt:
                 return dev
-    raise Mismatch(f"{d} is not a mount point")
+    raise Mismatch(f"{d}: no device mounted at {mnt}")
 
 
 def case_mkwrite(d):
@@ -628,6 +769,213 @@ def f2fs_inject(d, rate, kind):
             f.write(f"{val}\n")
 
 
+def hkdf_expand(prk, context, info, n):
+    """fscrypt's HKDF-SHA512 expand: info prefixed with "fscrypt\\0" and a
+    context byte (fs/crypto/hkdf.c)."""
+    import hashlib
+    import hmac
+    out, t, i = b"", b"", 1
+    while len(out) < n:
+        t = hmac.new(prk, t + b"fscrypt\0" + bytes([context]) + info +
+                     bytes([i]), hashlib.sha512).digest()
+        out += t
+        i += 1
+    return out[:n]
+
+
+def siphash24(key, msg):
+    """SipHash-2-4 of msg with a 16-byte key (the kernel's siphash)."""
+    mask = (1 << 64) - 1
+
+    def rotl(x, b):
+        return ((x << b) | (x >> (64 - b))) & mask
+
+    k0, k1 = struct.unpack("<QQ", key)
+    v = [k0 ^ 0x736f6d6570736575, k1 ^ 0x646f72616e646f6d,
+         k0 ^ 0x6c7967656e657261, k1 ^ 0x7465646279746573]
+
+    def rounds(n):
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & mask
+            v[1] = rotl(v[1], 13) ^ v[0]
+            v[0] = rotl(v[0], 32)
+            v[2] = (v[2] + v[3]) & mask
+            v[3] = rotl(v[3], 16) ^ v[2]
+            v[0] = (v[0] + v[3]) & mask
+            v[3] = rotl(v[3], 21) ^ v[0]
+            v[2] = (v[2] + v[1]) & mask
+            v[1] = rotl(v[1], 17) ^ v[2]
+            v[2] = rotl(v[2], 32)
+
+    tail = len(msg) % 8
+    for i in range(0, len(msg) - tail, 8):
+        m = struct.unpack_from("<Q", msg, i)[0]
+        v[3] ^= m
+        rounds(2)
+        v[0] ^= m
+    b = (len(msg) & 0xff) << 56
+    for i in range(tail):
+        b |= msg[len(msg) - tail + i] << (8 * i)
+    v[3] ^= b
+    rounds(2)
+    v[0] ^= b
+    v[2] ^= 0xff
+    rounds(4)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def case_crypt_wrap(d):
+    """An encrypted file with an IV_INO_LBLK_32 policy, whose DUN (the
+    inode's hashed number plus the block index, modulo 2^32) wraps around
+    to 0 inside a 64 KiB extent: read back in large folios, the
+    blocks after the wrap must decrypt right, i.e. the read must not put
+    the whole extent into one bio.  The test derives the keys from the
+    master key as fscrypt does (EDGES_KEY: the raw key file), to find an
+    inode whose wrap point lies within the largest file f2fs allows, and
+    checks the derivation against the key identifier and the ciphertext
+    on disk, so that it cannot pass without crossing the wrap."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, \
+        modes
+    import hashlib
+    import hmac
+    master = open(os.environ["EDGES_KEY"], "rb").read()
+    prk = hmac.new(bytes(64), master, hashlib.sha512).digest()
+    pol = run(["xfs_io", "-c", "get_encpolicy", d]).stdout
+    m = re.search(r"identifier: ([0-9a-f]{32})", pol)
+    if not m or hkdf_expand(prk, 1, b"", 16).hex() != m.group(1):
+        raise Mismatch(f"key identifier derivation does not match: {pol}")
+    if "0x10" not in pol:
+        raise Mismatch(f"{d} has no IV_INO_LBLK_32 policy: {pol}")
+    hash_key = hkdf_expand(prk, 7, b"", 16)
+    dev = mount_source(d)
+    uuid = bytes.fromhex(run(["blkid", "-o", "value", "-s", "UUID",
+                              dev]).stdout.strip().replace("-", ""))
+    mode_key = hkdf_expand(prk, 6, bytes([1]) + uuid, 64)  # AES-256-XTS
+
+    # A file whose wrap point W = 2^32 - hashed_ino is below f2fs's largest
+    # file (about 2^30 blocks) and odd, so that any large folio holding
+    # block W holds block W - 1 too.
+    for i in range(200):
+        path = os.path.join(d, f"wrap-{i}")
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+        h = siphash24(hash_key, struct.pack("<Q", os.stat(path).st_ino))
+        w = (1 << 32) - (h & 0xffffffff)
+        if 16 <= w < 10**9 and w % 2:
+            break
+        os.unlink(path)
+    else:
+        raise Mismatch("no inode with its DUN wrap point inside a file "
+                       "in 200 tries")
+    # the file is sparse up to W, so no File model of it
+    fd = os.open(path, os.O_RDWR)
+    start = w - w % 16
+    data = pattern(140, 64 * KIB)
+    os.pwrite(fd, data, start * 4096)
+    os.fsync(fd)
+
+    # the ciphertext on disk says the derivation is right
+    phys = phys_blocks(path)
+    with open(dev, "rb") as dv:
+        for blk in (w - 1, w):
+            dv.seek(phys[blk] * 4096)
+            raw = dv.read(4096)
+            tweak = struct.pack("<QQ", (h + blk) & 0xffffffff, 0)
+            dec = Cipher(algorithms.AES(mode_key), modes.XTS(tweak)) \
+                .decryptor().update(raw)
+            i = (blk - start) * 4096
+            if dec != data[i:i + 4096]:
+                raise Mismatch(f"block {blk} on disk does not decrypt with "
+                               "the derived key and DUN: cannot check the "
+                               "wrap")
+    # Read sequentially up to and across the wrap, from 4 MiB of holes
+    # before it on, so that readahead builds large folios by then (a
+    # lone read far into a file is read in order-0 folios).
+    drop_caches()
+    for off in range(max(0, start - 1024) * 4096, start * 4096, 64 * KIB):
+        os.pread(fd, 64 * KIB, off)
+    for what in ("from disk", "cached"):
+        got = os.pread(fd, 64 * KIB, start * 4096)
+        if got != data:
+            bad = next(i for i in range(16)
+                       if got[i * 4096:(i + 1) * 4096] !=
+                       data[i * 4096:(i + 1) * 4096])
+            raise Mismatch(f"{what}: block {start + bad} read wrong; the "
+                           f"DUN wraps at block {w} (blocks {start}-"
+                           f"{start + 15} read)")
+    order = folio_order_at(fd, w)
+    os.close(fd)
+    want = os.environ.get("EDGES_FOLIOS")
+    if (want == "large") != (order > 0):
+        raise Mismatch(f"block {w} is in an order-{order} folio, want "
+                       f"{want or 'any'} folios")
+    print(f"crypt-wrap: DUN wraps at block {w} of inode "
+          f"{os.stat(path).st_ino}, inside an order-{order} folio: read "
+          "right")
+
+
+def folio_order_at(fd, blk):
+    """The order of the page cache folio holding block blk of the file
+    (cached already): the PFN of its page from /proc/self/pagemap, the
+    compound head and tails around it from /proc/kpageflags."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    addr = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd,
+                     blk * 4096)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise Mismatch(f"mmap: {os.strerror(ctypes.get_errno())}")
+    try:
+        ctypes.string_at(addr, 1)                       # map the page
+        with open("/proc/self/pagemap", "rb") as pm:
+            pm.seek(addr // 4096 * 8)
+            ent = struct.unpack("<Q", pm.read(8))[0]
+    finally:
+        libc.munmap(addr, 4096)
+    pfn = ent & ((1 << 55) - 1)
+    if not ent >> 63 or not pfn:
+        raise Mismatch(f"block {blk}: no PFN in pagemap")
+    head, tail = 1 << 15, 1 << 16
+    with open("/proc/kpageflags", "rb") as kf:
+        def flags(p):
+            kf.seek(p * 8)
+            return struct.unpack("<Q", kf.read(8))[0]
+        first = pfn
+        while flags(first) & tail:
+            first -= 1
+        if not flags(first) & head:
+            return 0
+        n = 1
+        while flags(first + n) & tail:
+            n += 1
+    return (n - 1).bit_length()
+
+
+def case_crypt_gc(d):
+    """GC of encrypted files whose large folios are cached, some blocks
+    dirty.  f2fs moves the blocks of encrypted files through META_MAPPING
+    (the ciphertext copied as it is), at once for background GC too: as in
+    verity-gc, one file is collected in the background (sync=0), another
+    in the foreground (sync=1).  The data must read back right, from the
+    cache and from disk."""
+    report = []
+    for sync in (0, 1):
+        f = File(os.path.join(d, f"crypt-gc-{sync}"))
+        interleave(f, File(os.path.join(d, f"crypt-gc-filler-{sync}")),
+                   4 * MIB, 150 + sync)
+        drop_caches()
+        os.pread(f.fd, 4 * MIB, 0)                          # cached
+        f.write(MIB + 5, pattern(152 + sync, 100 * KIB))    # some dirty
+        lf = large_folios(f.path, "encrypted file")
+        report.append(f"{gc_file(f, sync)} with {lf} pages in large folios")
+        f.verify(f"encrypted file after GC sync={sync} (cached)")
+        f.verify_all(f"encrypted file after GC sync={sync}")
+        f.close()
+    print(f"crypt-gc: {'; '.join(report)}")
+
+
 def case_partial_read(d):
     """A write that partially overwrites a block of an uncached large folio
     reads that block through f2fs's read path: with read errors injected
@@ -673,6 +1021,9 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
+         "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
+         "crypt-gc": case_crypt_gc,
+         "verity-corrupt": case_verity_corrupt,
          "mkwrite": case_mkwrite, "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark}

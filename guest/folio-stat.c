@@ -10,6 +10,10 @@
  *
  * Output: one line per order "order N folios M", then
  * "resident P pages, in large folios L pages, largest order K".
+ *
+ * With OFFSET and LENGTH, only that range of the file is looked at (widened
+ * to 2 MiB boundaries, so that no folio is cut), e.g. for a sparse file far
+ * larger than memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,27 +53,39 @@ int main(int argc, char **argv)
 	long psz = sysconf(_SC_PAGESIZE);
 	int fd, pm, kf, largest = 0;
 	unsigned char *vec;
-	size_t npages, i;
+	size_t npages, i, len;
+	off_t start = 0, end;
 	struct stat st;
 	char *map;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: folio-stat FILE\n");
+	if (argc != 2 && argc != 4) {
+		fprintf(stderr, "usage: folio-stat FILE [OFFSET LENGTH]\n");
 		return 2;
 	}
 	fd = open(argv[1], O_RDONLY);
 	if (fd < 0 || fstat(fd, &st))
 		die(argv[1]);
-	if (!st.st_size) {
+	end = st.st_size;
+	if (argc == 4) {
+		const off_t align = 2 << 20;
+
+		start = strtoll(argv[2], NULL, 0) / align * align;
+		end = strtoll(argv[3], NULL, 0) + strtoll(argv[2], NULL, 0);
+		end = (end + align - 1) / align * align;
+		if (end > st.st_size)
+			end = st.st_size;
+	}
+	if (end <= start) {
 		printf("resident 0 pages, in large folios 0 pages, largest order 0\n");
 		return 0;
 	}
-	npages = (st.st_size + psz - 1) / psz;
-	map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	len = end - start;
+	npages = (len + psz - 1) / psz;
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, start);
 	if (map == MAP_FAILED)
 		die("mmap");
 	vec = malloc(npages);
-	if (!vec || mincore(map, st.st_size, vec))
+	if (!vec || mincore(map, len, vec))
 		die("mincore");
 	pm = open("/proc/self/pagemap", O_RDONLY);
 	kf = open("/proc/kpageflags", O_RDONLY);

@@ -83,6 +83,7 @@ each_f2fs() {
 	local v mode opts
 	for v in $(f2fs_variants); do
 		for mode in $(echo "${LAB_MODES:-default,lfs,adaptive}" | tr , ' '); do
+			[ $mode = crypt ] && continue	# see has_mode
 			opts=""
 			[ $mode != default ] && opts="mode=$mode"
 			"$1" "$2-f2fs-$mode-$v" f2fs "$opts" "$(variant_order "$v")"
@@ -105,3 +106,53 @@ probe_knob() {
 
 # Whether to run the ext4 and xfs controls (LAB_CONTROLS=0: no).
 controls() { [ "${LAB_CONTROLS:-1}" != 0 ]; }
+
+# File-based encryption as Android sets it up, with xfs_io: a raw key in the
+# filesystem's keyring and a policy on an empty directory.  POLICY is v1,
+# v2, v2-iv64 (IV_INO_LBLK_64) or v2-iv32 (IV_INO_LBLK_32, the DUN wraps
+# around at 2^32 blocks).  Contents go through blk-crypto (the fallback in
+# the guest) whether mounted with inlinecrypt or not.
+CRYPT_POLICIES=$(echo "${LAB_CRYPT:-v1,v2,v2-iv64,v2-iv32}" | tr , ' ')
+V1_DESC=0123456789abcdef
+
+# crypt_unlock MNT POLICY: add the policy's key (again after a mount);
+# prints the key identifier (v2) or descriptor (v1).
+crypt_unlock() {
+	local mnt=$1 pol=$2 out
+	printf '%s' "lab-fbe-key-$pol-0123456789abcdef0123456789abcdef0123456789" |
+		head -c 64 > /tmp/fbe-key-$pol
+	case $pol in
+	v1)
+		xfs_io -c "add_enckey -d $V1_DESC" "$mnt" < /tmp/fbe-key-$pol \
+			> /dev/null || return 1
+		echo $V1_DESC ;;
+	*)
+		out=$(xfs_io -c add_enckey "$mnt" < /tmp/fbe-key-$pol) || return 1
+		echo "$out" | grep -oE '[0-9a-f]{32}' ;;
+	esac
+}
+
+# crypt_dir MNT DIR POLICY: unlock, make DIR and give it the policy.
+crypt_dir() {
+	local mnt=$1 dir=$2 pol=$3 key flags=0 v=2
+	key=$(crypt_unlock "$mnt" "$pol") && [ -n "$key" ] || {
+		echo "add_enckey for $pol failed"; return 1; }
+	case $pol in
+	v1) v=1 ;;
+	v2-iv64) flags=8 ;;
+	v2-iv32) flags=16 ;;
+	esac
+	mkdir -p "$dir" &&
+	xfs_io -c "set_encpolicy -v $v -f $flags $key" "$dir" || {
+		echo "set_encpolicy -v $v -f $flags on $dir failed"; return 1; }
+	# the policy must really be in force, with the flags asked for
+	xfs_io -c get_encpolicy "$dir" | grep -qi "flags: 0x0*$(printf %x $flags)\b" || {
+		echo "$dir: policy not as set: $(xfs_io -c get_encpolicy "$dir" | tr '\n' ' ')"
+		return 1; }
+}
+
+# has_mode MODE: whether LAB_MODES (default all) selects MODE; "crypt" is
+# fx on encrypted files, in default mode.
+has_mode() {
+	case ",${LAB_MODES:-default,lfs,adaptive,crypt}," in *",$1,"*) ;; *) false ;; esac
+}

@@ -18,21 +18,31 @@ if [ "${LAB_FORM:-short}" = long ]; then
 else
 	SEED=${LAB_SEED:-27147}
 fi
-EVERY=$(( OPS / 4 ))
-
+# run_one NAME FS OPTS ORDER [POLICY]: fx on a fresh filesystem; with an
+# encryption POLICY (lib.sh) in a directory encrypted with it, the key
+# added again after every remount.
 run_one() {
-	local name=$1 fs=$2 opts=$3 order=$4 seed=$SEED
+	local name=$1 fs=$2 opts=$3 order=$4 pol=${5:-} seed=$SEED dir
+	local ops=${6:-$OPS}
 	mkfs_fs "$fs" $DEV || { result FAIL "$name" "mkfs failed"; return; }
 	mount_fs "$fs" $DEV $MNT "$opts" "$order" || {
 		result FAIL "$name" "mount failed"; return; }
+	dir=$MNT
+	if [ -n "$pol" ]; then
+		dir=$MNT/enc
+		local err
+		err=$(crypt_dir $MNT $dir "$pol" 2>&1) || {
+			result FAIL "$name" "$err"; umount $MNT; return; }
+	fi
 	cat > /tmp/remount.sh <<EOS
 . /tmp/lab-repo/guest/lib.sh
-umount $MNT && mount_fs $fs $DEV $MNT "$opts" "$order"
+umount $MNT && mount_fs $fs $DEV $MNT "$opts" "$order" &&
+	{ [ -z "$pol" ] || crypt_unlock $MNT "$pol" > /dev/null; }
 EOS
 	local t0=$(date +%s)
-	fx -N "$OPS" -S "$seed" --drop-caches-every $(( EVERY / 2 + 1 )) \
-		--remount-every "$EVERY" -R "bash /tmp/remount.sh" \
-		$MNT/fx.dat > /tmp/fx.out 2>&1
+	fx -N "$ops" -S "$seed" --drop-caches-every $(( ops / 8 + 1 )) \
+		--remount-every $(( ops / 4 )) -R "bash /tmp/remount.sh" \
+		$dir/fx.dat > /tmp/fx.out 2>&1
 	local rc=$?
 	cp /tmp/fx.out "$OUT/$name.fx.log"
 	umount $MNT || { result FAIL "$name" "umount failed"; return; }
@@ -47,10 +57,39 @@ EOS
 			return
 		fi ;;
 	esac
-	result PASS "$name" "$OPS ops seed $seed in $(( $(date +%s) - t0 )) s"
+	result PASS "$name" "$ops ops seed $seed in $(( $(date +%s) - t0 )) s"
 }
 
 each_f2fs run_one fx
+
+# Encrypted files (Android's /data): every policy and IV flag, default
+# mode.  The long form runs each with and without inlinecrypt and with both
+# folio sizes; the short form alternates the mount option, runs half the
+# operations, and order-0 folios once as the control.
+crypt_fx() {
+	local v=$1 pol=$2 ic=$3 ops=$4
+	run_one "fx-crypt-$pol${ic:+-$ic}-$v" f2fs-crypt "$ic" \
+		"$(variant_order $v)" "$pol" "$ops"
+}
+if ! has_mode crypt; then
+	:
+elif [ "${LAB_FORM:-short}" = long ]; then
+	for v in $(f2fs_variants); do
+		for pol in $CRYPT_POLICIES; do
+			crypt_fx $v $pol "" $OPS
+			crypt_fx $v $pol inlinecrypt $OPS
+		done
+	done
+else
+	ic=inlinecrypt
+	for v in $(f2fs_variants); do
+		for pol in $CRYPT_POLICIES; do
+			[ $v = 4k ] && [ $pol != v2 ] && continue
+			crypt_fx $v $pol "$ic" $(( OPS / 2 ))
+			if [ -n "$ic" ]; then ic=; else ic=inlinecrypt; fi
+		done
+	done
+fi
 if controls; then
 	run_one fx-ext4 ext4 "" ""
 	run_one fx-xfs xfs "" ""

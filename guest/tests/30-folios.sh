@@ -29,17 +29,41 @@ expect() {
 	fi
 }
 
-# Write, drop the cache, read back: check the read path; then rewrite
-# through the cache: check the write path.
+# Write through the cache: check the write path; drop the cache and read
+# back: check the read path.  With an encryption policy (lib.sh) the file is
+# in a directory encrypted with it, mounted with inlinecrypt.
 check_fs() {
-	local name=$1 fs=$2 order=$3 want_w=$4 want_r=$5
-	mkfs_fs "$fs" $DEV && mount_fs "$fs" $DEV $MNT "" "$order" || {
+	local name=$1 fs=$2 order=$3 want_w=$4 want_r=$5 pol=${6:-} dir=$MNT
+	mkfs_fs "$fs" $DEV &&
+		mount_fs "$fs" $DEV $MNT "${pol:+inlinecrypt}" "$order" || {
+		result FAIL "$name" "mkfs/mount failed"; return; }
+	if [ -n "$pol" ]; then
+		dir=$MNT/enc
+		crypt_dir $MNT $dir $pol > /tmp/crypt.out 2>&1 || {
+			result FAIL "$name" "$(tail -1 /tmp/crypt.out)"
+			umount $MNT; return; }
+	fi
+	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" $dir/f
+	expect "$name-write" $dir/f "$want_w"
+	sync; echo 3 > /proc/sys/vm/drop_caches
+	cat $dir/f > /dev/null
+	expect "$name-read" $dir/f "$want_r"
+	umount $MNT
+}
+
+# fs-verity: enable verity while the written file is still cached, then
+# read it back from disk, verified.
+check_verity() {
+	local name=$1 order=$2 want=$3
+	mkfs_fs f2fs-verity $DEV && mount_fs f2fs $DEV $MNT "" "$order" || {
 		result FAIL "$name" "mkfs/mount failed"; return; }
 	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" $MNT/f
-	expect "$name-write" $MNT/f "$want_w"
+	fsverity enable $MNT/f > /tmp/verity.out 2>&1 || {
+		result FAIL "$name" "fsverity enable: $(tail -1 /tmp/verity.out)"
+		umount $MNT; return; }
 	sync; echo 3 > /proc/sys/vm/drop_caches
-	cat $MNT/f > /dev/null
-	expect "$name-read" $MNT/f "$want_r"
+	cat $MNT/f > /dev/null || result FAIL "$name" "verified read failed"
+	expect "$name-read" $MNT/f "$want"
 	umount $MNT
 }
 
@@ -48,6 +72,13 @@ check_fs folios-xfs xfs "" large large
 if [ -n "${LAB_HAS_KNOB:-}" ]; then
 	check_fs folios-f2fs-lf f2fs "" large large
 	check_fs folios-f2fs-4k f2fs 0 small small
+	# Android's files: encrypted (each policy) and fs-verity
+	for pol in $CRYPT_POLICIES; do
+		check_fs folios-f2fs-crypt-$pol-lf f2fs-crypt "" large large $pol
+	done
+	check_fs folios-f2fs-crypt-v2-4k f2fs-crypt 0 small small v2
+	check_verity folios-f2fs-verity-lf "" large
+	check_verity folios-f2fs-verity-4k 0 small
 else
 	check_fs folios-f2fs-upstream f2fs "" small small
 	# Upstream's only large folio path: immutable, read-only files.
@@ -59,5 +90,18 @@ else
 	cat $MNT/f > /dev/null
 	expect folios-f2fs-immutable-read $MNT/f large
 	chattr -i $MNT/f
+	umount $MNT
+	# ... encrypted ones included.
+	mkfs_fs f2fs-crypt $DEV && mount_fs f2fs $DEV $MNT inlinecrypt "" &&
+		crypt_dir $MNT $MNT/enc v2 > /tmp/crypt.out 2>&1 || {
+		result FAIL folios-f2fs-crypt-immutable "$(tail -1 /tmp/crypt.out)"
+		exit 0; }
+	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" -c fsync $MNT/enc/f
+	chattr +i $MNT/enc/f
+	umount $MNT && mount_fs f2fs $DEV $MNT inlinecrypt "" &&
+		crypt_unlock $MNT v2 > /dev/null
+	cat $MNT/enc/f > /dev/null
+	expect folios-f2fs-crypt-immutable-read $MNT/enc/f large
+	chattr -i $MNT/enc/f
 	umount $MNT
 fi

@@ -3,20 +3,31 @@
 # Large folio edge cases (guest/edges.py): writes straddling folio and
 # block boundaries at every alignment, truncate and fallocate inside dirty
 # large folios, O_DIRECT beside cached dirty folios, foreground and
-# background GC of files with cached folios (plain and fs-verity), mmap
+# background GC of files with cached folios (plain, fs-verity, encrypted),
+# fs-verity enabled over cached folios and corrupted blocks failing, mmap
 # stores racing with truncation, write faults on a full filesystem, reads
 # racing collapse and insert range, atomic write commit and abort over
 # cached large folios, and reclaim under memory pressure.  xfs is the
 # control.
 . /tmp/lab-repo/guest/lib.sh
 
+# edges_one NAME FS OPTS ORDER CASES [FOLIOS] [POLICY]: the cases on a fresh
+# filesystem, in a directory encrypted with POLICY (lib.sh) if given.
 edges_one() {
-	local name=$1 fs=$2 opts=$3 order=$4 cases=$5 folios=${6:-} c
+	local name=$1 fs=$2 opts=$3 order=$4 cases=$5 folios=${6:-} pol=${7:-}
+	local c dir=$MNT
 	mkfs_fs "$fs" $DEV && mount_fs "$fs" $DEV $MNT "$opts" "$order" || {
 		result FAIL "$name" "mkfs/mount failed"; return; }
+	if [ -n "$pol" ]; then
+		dir=$MNT/enc
+		crypt_dir $MNT $dir $pol > /tmp/crypt.out 2>&1 || {
+			result FAIL "$name" "$(tail -1 /tmp/crypt.out)"
+			umount $MNT; return; }
+	fi
 	for c in $cases; do
 		local out
-		out=$(EDGES_FOLIOS=$folios python3 $REPO/guest/edges.py $c $MNT 2>&1)
+		out=$(EDGES_FOLIOS=$folios EDGES_KEY=/tmp/fbe-key-$pol \
+			/usr/bin/python3 $REPO/guest/edges.py $c $dir 2>&1)
 		if [ $? -ne 0 ]; then
 			result FAIL "$name-$c" "$(echo "$out" | tail -1)"
 			continue
@@ -39,7 +50,14 @@ for v in $(f2fs_variants); do
 		collapse-race partial-read atomic"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
-		verity-gc "$(variant_folios $v)"
+		"verity-gc verity-read verity-corrupt" "$(variant_folios $v)"
+	# Encrypted files (collapse and insert range refuse them); the
+	# partial block reads of writes must be decrypted, GC moves their
+	# blocks through META_MAPPING.
+	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
+		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
+		dio mmap mkwrite dirty-count partial-read atomic pressure" \
+		"$(variant_folios $v)" v2-iv32
 done
 controls && edges_one edges-xfs xfs "" "" \
 	"straddle truncate punch dio mmap collapse-race pressure"
