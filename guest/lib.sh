@@ -119,8 +119,9 @@ V1_DESC=0123456789abcdef
 # prints the key identifier (v2) or descriptor (v1).
 crypt_unlock() {
 	local mnt=$1 pol=$2 out
-	printf '%s' "lab-fbe-key-$pol-0123456789abcdef0123456789abcdef0123456789" |
-		head -c 64 > /tmp/fbe-key-$pol
+	# 64 bytes: v1 keys must be as long as the AES-256-XTS key
+	printf '%-64.64s' "lab-fbe-key-$pol-0123456789abcdef0123456789abcdef" \
+		> /tmp/fbe-key-$pol
 	case $pol in
 	v1)
 		xfs_io -c "add_enckey -d $V1_DESC" "$mnt" < /tmp/fbe-key-$pol \
@@ -149,6 +150,9 @@ crypt_dir() {
 	xfs_io -c get_encpolicy "$dir" | grep -qi "flags: 0x0*$(printf %x $flags)\b" || {
 		echo "$dir: policy not as set: $(xfs_io -c get_encpolicy "$dir" | tr '\n' ' ')"
 		return 1; }
+	# and the key must open it
+	echo probe > "$dir/.probe" && rm "$dir/.probe" || {
+		echo "$dir: cannot create a file with the $pol key"; return 1; }
 }
 
 # has_mode MODE: whether LAB_MODES (default all) selects MODE; "crypt" is

@@ -47,7 +47,7 @@ EOS
 	cp /tmp/fx.out "$OUT/$name.fx.log"
 	umount $MNT || { result FAIL "$name" "umount failed"; return; }
 	if [ $rc -ne 0 ]; then
-		result FAIL "$name" "fx exit $rc seed $seed: $(grep -m1 -iE 'mismatch|error|fail' /tmp/fx.out)"
+		result FAIL "$name" "fx exit $rc seed $seed: $(grep -m1 -iE 'mismatch|error|fail' /tmp/fx.out || tail -1 /tmp/fx.out)"
 		return
 	fi
 	case $fs in
