@@ -55,7 +55,9 @@ def load(resdir):
                 with open(jpath) as jf:
                     text = jf.read()
                 # fio may print notes before its JSON.
-                job = json.loads(text[text.index("{"):])["jobs"][0][r["rw"]]
+                # fio reports randwrite under "write"
+                job = json.loads(text[text.index("{"):])["jobs"][0][
+                    "read" if r["rw"] == "read" else "write"]
                 r.update({"bw_bytes": job["bw_bytes"],
                           "io_bytes": job["io_bytes"],
                           "runtime_ms": job["runtime"],
