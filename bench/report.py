@@ -124,7 +124,8 @@ def tables(summary, meta):
         c = config_name(r["fs"], r["variant"])
         if c not in configs:
             configs.append(c)
-    configs.sort(key=lambda c: (c != base, not c.startswith("f2fs"), c))
+    configs.sort(key=lambda c: (c != base, not c.startswith("f2fs"),
+                                c.startswith("f2fs-crypt"), c))
     idx = {}
     for r in summary:
         idx[(config_name(r["fs"], r["variant"]), r["workload"], r["mode"],
