@@ -488,6 +488,23 @@ def expect_eio(f, blk, what):
     raise Mismatch(f"{what}: reading block {blk} succeeded, want EIO")
 
 
+def expect_corruption_caught(f, dev, off, bad, good, what):
+    """With the byte at off on dev inverted, reading block bad of the
+    verity file f must fail with EIO while block good still reads right;
+    with the byte put back, the whole file must read right again."""
+    restore = flip_byte(dev, off)
+    try:
+        expect_eio(f, bad, what)
+        if os.pread(f.fd, 4096, good * 4096) != \
+                f.model[good * 4096:(good + 1) * 4096]:
+            raise Mismatch(f"{what}: block {good}, hashed elsewhere, "
+                           "reads wrong")
+    finally:
+        restore()
+    drop_caches()
+    f.verify(f"{what} put back")
+
+
 def case_verity_corrupt(d):
     """A corrupted data block, and then a corrupted Merkle tree block, of
     an fs-verity file read in large folios must fail the read with EIO,
@@ -508,32 +525,16 @@ def case_verity_corrupt(d):
     lf = large_folios(f.path, "verity file")
 
     # a data block
-    restore = flip_byte(dev, phys_blocks(f.path)[bad] * 4096 + 123)
-    try:
-        expect_eio(f, bad, "corrupted data block")
-        if os.pread(f.fd, 4096, good * 4096) != \
-                f.model[good * 4096:(good + 1) * 4096]:
-            raise Mismatch("block far from a corrupted one reads wrong")
-    finally:
-        restore()
-    drop_caches()
-    f.verify("data block put back")
+    expect_corruption_caught(f, dev, phys_blocks(f.path)[bad] * 4096 + 123,
+                             bad, good, "corrupted data block")
 
     # the level-0 Merkle block holding the hash of block `bad`
     tree = subprocess.run(["fsverity", "dump_metadata", "merkle_tree",
                            f.path], capture_output=True, check=True).stdout
     off = merkle_level0_offset(size // 4096) + bad // 128 * 4096
     where = find_block(dev, tree[off:off + 4096])
-    restore = flip_byte(dev, where + bad % 128 * 32)
-    try:
-        expect_eio(f, bad, "corrupted Merkle tree block")
-        if os.pread(f.fd, 4096, good * 4096) != \
-                f.model[good * 4096:(good + 1) * 4096]:
-            raise Mismatch("block hashed elsewhere reads wrong")
-    finally:
-        restore()
-    drop_caches()
-    f.verify("Merkle block put back")
+    expect_corruption_caught(f, dev, where + bad % 128 * 32, bad, good,
+                             "corrupted Merkle tree block")
     f.close()
     print(f"verity-corrupt: EIO for a corrupted data block and Merkle "
           f"block ({lf} pages in large folios)")

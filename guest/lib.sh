@@ -155,6 +155,15 @@ crypt_dir() {
 		echo "$dir: cannot create a file with the $pol key"; return 1; }
 }
 
+# crypt_setup NAME POLICY: crypt_dir $MNT/enc for test NAME; on failure
+# report it, unmount and return 1.
+crypt_setup() {
+	crypt_dir $MNT $MNT/enc "$2" > /tmp/crypt.out 2>&1 && return
+	result FAIL "$1" "$(tail -1 /tmp/crypt.out)"
+	umount $MNT
+	return 1
+}
+
 # has_mode MODE: whether LAB_MODES (default all) selects MODE; "crypt" is
 # fx on encrypted files, in default mode.
 has_mode() {

@@ -30,9 +30,7 @@ run_one() {
 	dir=$MNT
 	if [ -n "$pol" ]; then
 		dir=$MNT/enc
-		local err
-		err=$(crypt_dir $MNT $dir "$pol" 2>&1) || {
-			result FAIL "$name" "$err"; umount $MNT; return; }
+		crypt_setup "$name" $pol || return
 	fi
 	cat > /tmp/remount.sh <<EOS
 . /tmp/lab-repo/guest/lib.sh

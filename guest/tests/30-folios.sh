@@ -39,9 +39,7 @@ check_fs() {
 		result FAIL "$name" "mkfs/mount failed"; return; }
 	if [ -n "$pol" ]; then
 		dir=$MNT/enc
-		crypt_dir $MNT $dir $pol > /tmp/crypt.out 2>&1 || {
-			result FAIL "$name" "$(tail -1 /tmp/crypt.out)"
-			umount $MNT; return; }
+		crypt_setup "$name" $pol || return
 	fi
 	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" $dir/f
 	expect "$name-write" $dir/f "$want_w"
@@ -92,10 +90,10 @@ else
 	chattr -i $MNT/f
 	umount $MNT
 	# ... encrypted ones included.
-	mkfs_fs f2fs-crypt $DEV && mount_fs f2fs $DEV $MNT inlinecrypt "" &&
-		crypt_dir $MNT $MNT/enc v2 > /tmp/crypt.out 2>&1 || {
-		result FAIL folios-f2fs-crypt-immutable "$(tail -1 /tmp/crypt.out)"
+	mkfs_fs f2fs-crypt $DEV && mount_fs f2fs $DEV $MNT inlinecrypt "" || {
+		result FAIL folios-f2fs-crypt-immutable "mkfs/mount failed"
 		exit 0; }
+	crypt_setup folios-f2fs-crypt-immutable v2 || exit 0
 	xfs_io -f -c "pwrite -q -b 1m 0 $((8 * M))" -c fsync $MNT/enc/f
 	chattr +i $MNT/enc/f
 	umount $MNT && mount_fs f2fs $DEV $MNT inlinecrypt "" &&

@@ -20,9 +20,7 @@ edges_one() {
 		result FAIL "$name" "mkfs/mount failed"; return; }
 	if [ -n "$pol" ]; then
 		dir=$MNT/enc
-		crypt_dir $MNT $dir $pol > /tmp/crypt.out 2>&1 || {
-			result FAIL "$name" "$(tail -1 /tmp/crypt.out)"
-			umount $MNT; return; }
+		crypt_setup "$name" $pol || return
 	fi
 	for c in $cases; do
 		local out
