@@ -7,7 +7,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
                               dirty-count,
                               collapse-race, partial-read, gc-mark,
-                              atomic, pressure, all)
+                              atomic, atomic-cow, atomic-gc, pressure,
+                              all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -615,6 +616,25 @@ def case_mkwrite(d):
 F2FS_IOC_START_ATOMIC_WRITE = 0xf501
 F2FS_IOC_COMMIT_ATOMIC_WRITE = 0xf502
 F2FS_IOC_ABORT_ATOMIC_WRITE = 0xf505
+F2FS_IOC_START_ATOMIC_REPLACE = 0xf519
+
+
+def write_back_and_drop(f, what):
+    """Write back f's dirty data and wait (sync_file_range: no fsync, so
+    an atomic write stays uncommitted, its blocks staged in the COW
+    inode), then drop its clean cache (POSIX_FADV_DONTNEED)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_longlong,
+                                     ctypes.c_longlong, ctypes.c_uint]
+    if libc.sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
+        raise Mismatch(f"sync_file_range: "
+                       f"{os.strerror(ctypes.get_errno())}")
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    out = run(["folio-stat", f.path]).stdout
+    m = re.search(r"resident (\d+) pages", out)
+    if not m or int(m.group(1)):
+        raise Mismatch(f"{what}: the cache was not dropped: {out.strip()}")
 
 
 def case_atomic(d):
@@ -628,12 +648,15 @@ def case_atomic(d):
         os.pread(f.fd, 4 * MIB, 0)                          # cached
         f.write(MIB + 100, pattern(61, 300 * KIB))          # dirty
         fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        # Starting keeps the cache, large folios included.
+        lf = large_folios(f.path, f"cached file after the start ({end})")
         before = bytes(f.model)
         for i, (off, ln) in enumerate(((5, 4096), (64 * KIB - 1, 2),
                                        (2 * MIB - 4096, 3 * 4096 + 17),
                                        (4 * MIB - 10, 64 * KIB))):
             f.write(off, pattern(62 + i, ln))
         f.verify(f"atomic write before {end} (cached)")
+        large_folios(f.path, f"cached file in the atomic write ({end})")
         if end == "commit":
             fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
         else:
@@ -644,7 +667,126 @@ def case_atomic(d):
         f.write(3 * MIB + 1, pattern(70, 100 * KIB))
         f.verify_all(f"write after atomic {end}")
         f.close()
-    print("atomic: commit and abort keep the file consistent")
+    print(f"atomic: commit and abort keep the file consistent; {lf} pages "
+          "in large folios when the atomic write started")
+
+
+def case_atomic_cow(d):
+    """Writes partially overwriting a block read the block per block from
+    the right place: the copy an atomic write staged in the COW inode
+    (written back, its cache dropped), else the file, or zeroes if the
+    atomic write replaces the file.  Each such write starts a large folio
+    (64 KiB at 50 bytes into a 64 KiB aligned block), so its first block is
+    read inside a large folio.  The commit then shows every write."""
+    for replace in (False, True):
+        what = "replace" if replace else "write"
+        f = File(os.path.join(d, f"atomic-cow-{what}"))
+        f.write(0, pattern(80, 2 * MIB))
+        os.fsync(f.fd)
+        os.pread(f.fd, 2 * MIB, 0)                          # cached
+        if replace:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
+            f.model = bytearray()
+        else:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        # Staged: blocks 16-18, and 64 KiB at 1 MiB (the size, if replaced).
+        f.write(64 * KIB, pattern(81, 12 * KIB))
+        f.write(MIB, pattern(82, 64 * KIB))
+        write_back_and_drop(f, f"atomic {what}")
+        # Block 16 is staged, block 64 is not; block 256 (1 MiB) is staged
+        # and the write ends inside it.
+        orders = []
+        for i, off in enumerate((64 * KIB + 50, 256 * KIB + 50,
+                                 MIB - 64 * KIB + 50)):
+            f.write(off, pattern(83 + i, 64 * KIB))
+            orders.append(folio_order_at(f.fd, off // 4096))
+        want = os.environ.get("EDGES_FOLIOS")
+        if want and (want == "large") != (min(orders) > 0):
+            raise Mismatch(f"atomic {what}: the partially written blocks are "
+                           f"in folios of order {orders}, want {want}")
+        fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+        f.verify_all(f"atomic {what}, partial writes over staged blocks")
+        f.close()
+    print(f"atomic-cow: partial blocks read from the COW inode, the file or "
+          f"zeroes, in folios of order {orders}")
+
+
+def device_gc(d, f, sync):
+    """GC each segment of the main area in turn (one
+    F2FS_IOC_GARBAGE_COLLECT_RANGE per segment, as GC refuses a range with
+    a current segment in it): moves every valid block outside the current
+    segments, whichever inode it belongs to."""
+    dev = os.path.basename(mount_source(d))
+    with open(f"/sys/fs/f2fs/{dev}/main_blkaddr") as m:
+        main = int(m.read())
+    with open(f"/sys/class/block/{dev}/size") as sz:
+        end = int(sz.read()) * 512 // 4096
+    for seg in range(main, end - 511, 512):
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                        struct.pack("<IxxxxQQ", sync, seg, 511))
+        except OSError:
+            pass
+
+
+def case_atomic_gc(d):
+    """GC moves the blocks an atomic write staged in the COW inode while
+    the file's large folios are cached: the commit must put the moved
+    blocks in the file.  Staged blocks alternate with a filler's, which is
+    then deleted, so their segments are half valid (GC by range skips
+    segments that are fully valid).  Once with background GC, once with
+    foreground GC, each time on a fresh transaction."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_longlong,
+                                     ctypes.c_longlong, ctypes.c_uint]
+    dev = os.path.basename(mount_source(d))
+    with open(f"/sys/fs/f2fs/{dev}/iostat_enable", "w") as k:
+        k.write("1\n")
+
+    def gc_read():
+        """Bytes of data GC read: [READ] fs gc data."""
+        with open(f"/proc/fs/f2fs/{dev}/iostat_info") as s:
+            text = s.read()
+        m = re.search(r"\[READ\].*?^fs gc data:\s+(\d+)", text, re.M | re.S)
+        if not m:
+            raise Mismatch("no [READ] fs gc data in iostat_info")
+        return int(m.group(1))
+    report = []
+    for sync in (0, 1):
+        f = File(os.path.join(d, f"atomic-gc-{sync}"))
+        f.write(0, pattern(90, 6 * MIB))
+        os.fsync(f.fd)
+        os.pread(f.fd, 6 * MIB, 0)                          # cached
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        filler = File(os.path.join(d, "atomic-gc-filler"))
+        for i in range(0, 4 * MIB, 64 * KIB):
+            f.write(i + 5, pattern(91 + i, 64 * KIB))      # staged
+            if libc.sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
+                raise Mismatch("sync_file_range: "
+                               f"{os.strerror(ctypes.get_errno())}")
+            filler.write(i, pattern(92 + i, 64 * KIB))
+            os.fsync(filler.fd)
+        filler.close()
+        os.unlink(filler.path)
+        os.sync()
+        before, phys = gc_read(), phys_blocks(f.path)
+        device_gc(d, f, sync)
+        f.verify(f"atomic write after GC sync={sync} (cached)")
+        after = phys_blocks(f.path)
+        own = sum(1 for b in phys if after.get(b) != phys[b])
+        cow = (gc_read() - before) // 4096 - own
+        # ~1100 blocks are staged, some in a current segment GC skips.
+        if cow < 256:
+            raise Mismatch(f"GC sync={sync} moved {own} blocks of the file "
+                           f"and {cow} other data blocks, want the COW "
+                           "inode's staged blocks (>= 256) moved")
+        report.append(f"sync={sync}: {own} of the file, {cow} staged")
+        f.write(3 * MIB + 1, pattern(93, 5000))
+        fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+        f.verify_all(f"atomic write committed after GC sync={sync}")
+        f.close()
+    print(f"atomic-gc: GC moved {'; '.join(report)}; committed right")
 
 
 def case_pressure(d):
@@ -1021,6 +1163,7 @@ def run(cmd, ok_fail=False):
 CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
+         "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

@@ -3,7 +3,9 @@
 # Crash consistency: after a shutdown that drops everything not yet on disk
 # (FS_IOC_SHUTDOWN, NOLOGFLUSH), remount (f2fs: roll-forward recovery) and
 # check that every fsynced byte is there, unsynced ranges hold either the
-# old or the new data per block, and fsck is clean.
+# old or the new data per block, and fsck is clean.  Then atomic write
+# transactions shut down at many points, inside commits too: each leaves
+# the old or the new content, never a mix.
 . /tmp/lab-repo/guest/lib.sh
 
 M=$((1024 * 1024))
@@ -66,6 +68,71 @@ crash_one() {
 }
 
 each_f2fs crash_one crash
+
+# atomic_crash_one NAME ORDER: SQLite-style atomic write transactions
+# (guest/atomic.py) on a file whose large folios are cached, shut down at
+# $ATOMIC_CRASHES points: after the remount the file holds the content of
+# the last acknowledged transaction or of the one in flight, never a mix.
+# Every other time, commits sleep a second after the block addresses are
+# swapped and before they are synced (fault injection FAULT_ATOMIC_TIMEOUT),
+# so that the shutdown falls inside a commit; every third shutdown flushes
+# metadata first (a checkpoint), the others drop everything unsynced.
+FAULT_ATOMIC_TIMEOUT=$((1 << 22))
+atomic_crash_one() {
+	local name=$1 order=$2 i pid ms how sysfs err done=0 flight=0 tx=0
+	mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "$order" || {
+		result FAIL "$name" "mkfs/mount failed"; return; }
+	sysfs=/sys/fs/f2fs/$(basename $(readlink -f $DEV))
+	for i in $(seq 1 $ATOMIC_CRASHES); do
+		rm -f /tmp/atomic.log
+		/usr/bin/python3 $REPO/guest/atomic.py init $MNT/db $i &&
+			cat $MNT/db > /dev/null || {
+			result FAIL "$name" "could not write the file"; umount $MNT
+			return; }
+		if [ $((i % 2)) = 0 ]; then
+			echo $FAULT_ATOMIC_TIMEOUT > $sysfs/inject_type &&
+				echo 1 > $sysfs/inject_rate || {
+				result FAIL "$name" "no fault injection"; umount $MNT
+				return; }
+		fi
+		timeout 300 /usr/bin/python3 $REPO/guest/atomic.py run $MNT/db $i \
+			/tmp/atomic.log & pid=$!
+		ms=$(( 300 + i * 733 % 2500 ))
+		sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
+		how=shutdown
+		[ $((i % 3)) = 0 ] && how="shutdown -f"
+		xfs_io -x -c "$how" $MNT || {
+			result FAIL "$name" "$how failed"; return; }
+		wait $pid || { result FAIL "$name" "transactions did not stop "\
+			"after the shutdown"; return; }
+		tx=$(( tx + $(wc -l < /tmp/atomic.log) ))
+		umount $MNT && mount_fs f2fs $DEV $MNT "" "$order" || {
+			result FAIL "$name" "remount after shutdown $i failed"; return; }
+		err=$(/usr/bin/python3 $REPO/guest/atomic.py check $MNT/db $i \
+			/tmp/atomic.log 2>&1) || {
+			result FAIL "$name" "shutdown $i ($how after ${ms} ms): "\
+"$(echo "$err" | tail -1)"; umount $MNT; return; }
+		case $err in *"in flight"*) flight=$((flight + 1)) ;; esac
+		done=$((done + 1))
+	done
+	umount $MNT
+	fsck_clean $DEV > /tmp/fsck.out || {
+		result FAIL "$name" "fsck: $(head -2 /tmp/fsck.out | tr '\n' ' ')"
+		return; }
+	# A run that committed nothing proves nothing.
+	if [ $tx -lt $ATOMIC_CRASHES ]; then
+		result FAIL "$name" "only $tx transactions in $done runs"
+		return
+	fi
+	result PASS "$name" "$done shutdowns, $tx transactions: $flight kept "\
+"the one in flight, the others the last acknowledged"
+}
+
+ATOMIC_CRASHES=6
+[ "${LAB_FORM:-short}" = long ] && ATOMIC_CRASHES=40
+for v in $(f2fs_variants); do
+	atomic_crash_one crash-atomic-f2fs-$v "$(variant_order $v)"
+done
 if controls; then
 	crash_one crash-ext4 ext4 "" ""
 	crash_one crash-xfs xfs "" ""

@@ -6,8 +6,9 @@
 # background GC of files with cached folios (plain, fs-verity, encrypted),
 # fs-verity enabled over cached folios and corrupted blocks failing, mmap
 # stores racing with truncation, write faults on a full filesystem, reads
-# racing collapse and insert range, atomic write commit and abort over
-# cached large folios, and reclaim under memory pressure.  xfs is the
+# racing collapse and insert range, atomic writes over cached large folios
+# (commit and abort, partial blocks read from the COW inode or the file,
+# GC of staged blocks), and reclaim under memory pressure.  xfs is the
 # control.
 . /tmp/lab-repo/guest/lib.sh
 
@@ -40,12 +41,14 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
-	collapse-race partial-read atomic pressure"
+	collapse-race partial-read atomic atomic-cow atomic-gc pressure"
 for v in $(f2fs_variants); do
-	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL"
+	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
+		"$(variant_folios $v)"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
 		"straddle truncate punch gc gc-mark mmap mkwrite dirty-count
-		collapse-race partial-read atomic"
+		collapse-race partial-read atomic atomic-cow atomic-gc" \
+		"$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
 		"verity-gc verity-read verity-corrupt" "$(variant_folios $v)"
@@ -54,7 +57,8 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		dio mmap mkwrite dirty-count partial-read atomic pressure" \
+		dio mmap mkwrite dirty-count partial-read atomic atomic-cow atomic-gc
+		pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 controls && edges_one edges-xfs xfs "" "" \
