@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import sys
+import textwrap
 from collections import defaultdict
 
 CLOCK_TEXT = {
@@ -24,8 +25,16 @@ CLOCK_TEXT = {
 }
 BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
 WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3,
-            "rand-overwrite": 4}
-MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3}
+            "rand-overwrite": 4, "atomic-tx": 5}
+MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
+              "commit": 4}
+# atomic-tx cells (guest/atx.c) count transactions per second, not MiB/s.
+TX_NOTE = ("atomic-tx: transactions per second (start, 4 x 4 KiB page "
+           "writes, for bs 64k also a 64 KiB write, commit), not MiB/s.")
+
+
+def unit(workload):
+    return "tx/s" if workload == "atomic-tx" else "MiB/s"
 
 
 VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),
@@ -68,7 +77,8 @@ def load(resdir):
                          "workload": r["workload"], "bs": r["bs"],
                          "mode": r["mode"], "clock": r["clock"],
                          "rep": r["rep"],
-                         "mibps": r["bw_bytes"] / 1048576})
+                         "value": r["iops"] if unit(r["workload"]) == "tx/s"
+                         else r["bw_bytes"] / 1048576})
         with open(p, "w") as f:
             for r in index:
                 f.write(json.dumps(r) + "\n")
@@ -97,14 +107,14 @@ def summarise(rows):
     for r in rows:
         key = (r["fs"], r["variant"], r["workload"], r["bs"], r["mode"],
                r["clock"])
-        groups[key].append(r["mibps"])
+        groups[key].append(r["value"])
     out = []
     for k, v in groups.items():
         out.append({"fs": k[0], "variant": k[1], "workload": k[2],
                     "bs": k[3], "mode": k[4], "clock": k[5],
                     "median": round(statistics.median(v), 2),
                     "min": round(min(v), 2), "max": round(max(v), 2),
-                    "reps": len(v), "unit": "MiB/s"})
+                    "reps": len(v), "unit": unit(k[2])})
     out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 9),
                             MODE_ORDER.get(r["mode"], 9),
                             BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"]))
@@ -138,6 +148,8 @@ def tables(summary, meta):
           f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
           "against f2fs-crypt-4k, encrypted files with order-0 folios).",
           ""]
+    if any(r["workload"] == "atomic-tx" for r in summary):
+        md += [TX_NOTE, ""]
     if meta.get("quick"):
         md += ["**Quick run: one small repetition, proves the bench works; "
                "not a measurement.**", ""]
@@ -212,8 +224,8 @@ def plot(resdir, summary, configs, base, cells, idx):
     return files
 
 
-COVER_CLOCKS = {"icount": "QEMU -icount (guest instructions), MiB/s:",
-                "wall": "wall clock (host time), MiB/s:"}
+COVER_CLOCKS = {"icount": "QEMU -icount (guest instructions)",
+                "wall": "wall clock (host time)"}
 
 
 def cover_tables(summary):
@@ -246,7 +258,10 @@ def cover_tables(summary):
                 f"{'f2fs-lf':>20}" +
                 (f" {'crypt-4k':>16} {'crypt-lf':>20}" if crypt else "") +
                 "".join(f" {c:>5}" for c in others))
-        out += [COVER_CLOCKS.get(clock, clock + ", MiB/s:"), "", head,
+        units = sorted({unit(c[0]) for c in cells})
+        label = (units[0] if len(units) == 1 else
+                 "MiB/s (atomic-tx: tx/s)")
+        out += [f"{COVER_CLOCKS.get(clock, clock)}, {label}:", "", head,
                 "-" * len(head)]
         for wl, mode, bs in cells:
             b = idx.get((base, wl, mode, bs, clock))
@@ -262,6 +277,8 @@ def cover_tables(summary):
                 line += f" {r['median'] if r else 0:>5.0f}"
             out.append(line)
         out.append("")
+    if any(c[0] == "atomic-tx" for c in cells):
+        out += textwrap.wrap(TX_NOTE, 72) + [""]
     return out
 
 

@@ -11,13 +11,17 @@
 #   cache      writeback held off, no fsync: page cache cost only
 #   writeback  end_fsync: the time includes writing everything back
 #   fsync      fsync after every write, writeback held off
+# and, on f2fs only, atomic-tx: SQLite-style atomic write transactions
+# (guest/atx.c: start, four 4 KiB page writes, for bs 64k also a 64 KiB
+# write, commit) on a file cached by a read first, in transactions per
+# second.
 . /tmp/lab-repo/guest/lib.sh
 
 SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf,f2fs-crypt-4k,f2fs-crypt-lf,ext4,xfs,tmpfs}
-WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite}
+WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite,atomic-tx}
 RUNTIME=${LAB_RUNTIME:-20}
 CLOCK=${LAB_CLOCK:-wall}
 ROWS=$OUT/rows.jsonl
@@ -94,11 +98,12 @@ one() {
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
 	fi
+	case $wl,$fs in atomic-tx,f2fs-*) ;; atomic-tx,*) return 0 ;; esac
 	fs_up "$fs" || { echo "fs_up $fs failed" >&2; return 1; }
 	f=$(dir_of "$fs")/f
 	case $wl in
 	read-hole) truncate -s $SIZE $f ;;
-	read-data|overwrite|rand-overwrite)
+	read-data|overwrite|rand-overwrite|atomic-tx)
 		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $f ;;
 	esac
 	if upstream_lf "$fs"; then
@@ -107,16 +112,21 @@ one() {
 	cold "$fs" || return 1
 	# Small random writes into a file cached by a read, so in large folios
 	# where the filesystem uses them: each dirties a block of a big folio.
-	[ $wl = rand-overwrite ] && cat $f > /dev/null
+	# So are the pages SQLite commits in atomic write transactions.
+	case $wl in rand-overwrite|atomic-tx) cat $f > /dev/null ;; esac
 	case $mode in
-	writeback) writeback_on; extra="--end_fsync=1" ;;
+	writeback|commit) writeback_on; extra="--end_fsync=1" ;;
 	fsync) writeback_off; extra="--fsync=1" ;;
 	*) writeback_off ;;
 	esac
-	fio --name=lab --filename=$f --rw=$rw --bs=$bs --size=$SIZE \
-		--ioengine=psync --iodepth=1 --numjobs=1 --direct=0 \
-		--fallocate=none --invalidate=0 --runtime=$RUNTIME \
-		--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err
+	if [ $wl = atomic-tx ]; then
+		atx $f $bs $RUNTIME > /tmp/fio.json 2>/tmp/fio.err
+	else
+		fio --name=lab --filename=$f --rw=$rw --bs=$bs --size=$SIZE \
+			--ioengine=psync --iodepth=1 --numjobs=1 --direct=0 \
+			--fallocate=none --invalidate=0 --runtime=$RUNTIME \
+			--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err
+	fi
 	local rc=$?
 	umount $MNT
 	writeback_on
@@ -135,12 +145,17 @@ cells=()
 for wl in ${WLS//,/ }; do
 	case $wl in
 	read-*) modes="cold" ;;
+	atomic-tx) modes="commit" ;;
 	*) modes="cache writeback fsync" ;;
 	esac
 	# Random overwrites are 4 KiB: the cost of a small write into a large
-	# cached folio.
+	# cached folio.  Transactions write 4 KiB pages, and 64 KiB with bs 64k.
 	bss=$BSS
-	case $wl in rand-*) bss=4k ;; esac
+	case $wl in
+	rand-*) bss=4k ;;
+	atomic-tx) bss=$(echo ${BSS//,/ } | tr ' ' '\n' | grep -xE '4k|64k' |
+		paste -sd,) ;;
+	esac
 	for mode in $modes; do
 		for bs in ${bss//,/ }; do
 			cells+=("$wl $bs $mode")
