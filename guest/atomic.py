@@ -26,15 +26,9 @@ import os
 import random
 import sys
 
-KIB = 1024
-MIB = 1024 * KIB
+from edges import KIB, MIB, pattern
+
 START, COMMIT, ABORT, REPLACE = 0xf501, 0xf502, 0xf505, 0xf519
-
-
-def pattern(seed, n):
-    """n bytes that differ per seed and per position, never zero."""
-    return random.Random(seed).randbytes(n).translate(
-        bytes([1]) + bytes(range(1, 256)))
 
 
 def first_version(seed):

@@ -115,7 +115,8 @@ one() {
 	# So are the pages SQLite commits in atomic write transactions.
 	case $wl in rand-overwrite|atomic-tx) cat $f > /dev/null ;; esac
 	case $mode in
-	writeback|commit) writeback_on; extra="--end_fsync=1" ;;
+	writeback) writeback_on; extra="--end_fsync=1" ;;
+	commit) writeback_on ;;		# the commit syncs
 	fsync) writeback_off; extra="--fsync=1" ;;
 	*) writeback_off ;;
 	esac

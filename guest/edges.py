@@ -552,14 +552,28 @@ def case_mmap(d):
     print(r.stdout.strip())
 
 
-def iostat_mapped(d):
-    """f2fs's 'app mapped data' byte count (iostat_info) of d's disk."""
+def iostat_enable(d):
+    """Turn on f2fs's I/O statistics (iostat_info) of d's disk."""
+    with open(f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}/"
+              "iostat_enable", "w") as k:
+        k.write("1\n")
+
+
+def iostat_bytes(d, section, name):
+    """A byte count of f2fs's iostat_info of d's disk: line name of
+    section ([WRITE] or [READ])."""
     dev = os.path.basename(mount_source(d))
     with open(f"/proc/fs/f2fs/{dev}/iostat_info") as f:
-        for line in f:
-            if line.startswith("app mapped data:"):
-                return int(line.split(":")[1].split()[0])
-    raise Mismatch("no 'app mapped data' in iostat_info")
+        text = f.read()
+    m = re.search(rf"^\[{section}\]$.*?^{name}:\s+(\d+)", text, re.M | re.S)
+    if not m:
+        raise Mismatch(f"no [{section}] {name!r} in iostat_info")
+    return int(m.group(1))
+
+
+def iostat_mapped(d):
+    """f2fs's 'app mapped data' byte count (iostat_info) of d's disk."""
+    return iostat_bytes(d, "WRITE", "app mapped data")
 
 
 def mount_source(d):
@@ -591,9 +605,7 @@ def case_mkwrite(d):
     drop_caches()
     f.verify("sparse file")                             # cached by readahead
     lf = large_folios(f.path, "sparse file")
-    with open(f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}/"
-              "iostat_enable", "w") as k:
-        k.write("1\n")
+    iostat_enable(d)
     before = iostat_mapped(d)
     stores = [(base + 8 * KIB + 5, 100), (base + 5, 3000),
               (base + 60 * KIB - 7, 4096 + 14), (base + 300 * KIB, 1)]
@@ -619,10 +631,10 @@ F2FS_IOC_ABORT_ATOMIC_WRITE = 0xf505
 F2FS_IOC_START_ATOMIC_REPLACE = 0xf519
 
 
-def write_back_and_drop(f, what):
+def write_back(f):
     """Write back f's dirty data and wait (sync_file_range: no fsync, so
     an atomic write stays uncommitted, its blocks staged in the COW
-    inode), then drop its clean cache (POSIX_FADV_DONTNEED)."""
+    inode)."""
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
     libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_longlong,
@@ -630,6 +642,11 @@ def write_back_and_drop(f, what):
     if libc.sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
         raise Mismatch(f"sync_file_range: "
                        f"{os.strerror(ctypes.get_errno())}")
+
+
+def write_back_and_drop(f, what):
+    """write_back(), then drop f's clean cache (POSIX_FADV_DONTNEED)."""
+    write_back(f)
     os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
     out = run(["folio-stat", f.path]).stdout
     m = re.search(r"resident (\d+) pages", out)
@@ -736,22 +753,11 @@ def case_atomic_gc(d):
     then deleted, so their segments are half valid (GC by range skips
     segments that are fully valid).  Once with background GC, once with
     foreground GC, each time on a fresh transaction."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_longlong,
-                                     ctypes.c_longlong, ctypes.c_uint]
-    dev = os.path.basename(mount_source(d))
-    with open(f"/sys/fs/f2fs/{dev}/iostat_enable", "w") as k:
-        k.write("1\n")
+    iostat_enable(d)
 
     def gc_read():
-        """Bytes of data GC read: [READ] fs gc data."""
-        with open(f"/proc/fs/f2fs/{dev}/iostat_info") as s:
-            text = s.read()
-        m = re.search(r"\[READ\].*?^fs gc data:\s+(\d+)", text, re.M | re.S)
-        if not m:
-            raise Mismatch("no [READ] fs gc data in iostat_info")
-        return int(m.group(1))
+        """Bytes of data GC read."""
+        return iostat_bytes(d, "READ", "fs gc data")
     report = []
     for sync in (0, 1):
         f = File(os.path.join(d, f"atomic-gc-{sync}"))
@@ -762,9 +768,7 @@ def case_atomic_gc(d):
         filler = File(os.path.join(d, "atomic-gc-filler"))
         for i in range(0, 4 * MIB, 64 * KIB):
             f.write(i + 5, pattern(91 + i, 64 * KIB))      # staged
-            if libc.sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
-                raise Mismatch("sync_file_range: "
-                               f"{os.strerror(ctypes.get_errno())}")
+            write_back(f)
             filler.write(i, pattern(92 + i, 64 * KIB))
             os.fsync(filler.fd)
         filler.close()
