@@ -251,10 +251,12 @@ def cover_tables(summary):
         return (f" x{r['median'] / b['median']:.2f}"
                 if r and b and b["median"] > 0 else "      ")
 
+    # the workload column as wide as its longest name (rand-overwrite)
+    ww = max([len("workload")] + [len(c[0]) for c in cells])
     out = []
     for clock in sorted({r["clock"] for r in summary},
                         key=lambda c: (c != "icount", c)):
-        head = (f"{'workload':<9} {'mode':<9} {'bs':>3} {base:>16} "
+        head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3} {base:>16} "
                 f"{'f2fs-lf':>20}" +
                 (f" {'crypt-4k':>16} {'crypt-lf':>20}" if crypt else "") +
                 "".join(f" {c:>5}" for c in others))
@@ -266,7 +268,7 @@ def cover_tables(summary):
         for wl, mode, bs in cells:
             b = idx.get((base, wl, mode, bs, clock))
             lf = idx.get(("f2fs-lf", wl, mode, bs, clock))
-            line = (f"{wl:<9} {mode:<9} {bs:>3} {cell(b):>16} "
+            line = (f"{wl:<{ww}} {mode:<9} {bs:>3} {cell(b):>16} "
                     f"{cell(lf):>14}{ratio(lf, b)}")
             if crypt:
                 cb = idx.get(("f2fs-crypt-4k", wl, mode, bs, clock))
