@@ -78,7 +78,8 @@ def load(resdir):
                          "mode": r["mode"], "clock": r["clock"],
                          "rep": r["rep"],
                          "value": r["iops"] if unit(r["workload"]) == "tx/s"
-                         else r["bw_bytes"] / 1048576})
+                         else r["bw_bytes"] / 1048576,
+                         "lat_us": r["lat_mean_ns"] / 1000})
         with open(p, "w") as f:
             for r in index:
                 f.write(json.dumps(r) + "\n")
@@ -104,17 +105,25 @@ def base_of(config, base):
 
 def summarise(rows):
     groups = defaultdict(list)
+    lats = defaultdict(list)
     for r in rows:
         key = (r["fs"], r["variant"], r["workload"], r["bs"], r["mode"],
                r["clock"])
         groups[key].append(r["value"])
+        lats[key].append(r["lat_us"])
     out = []
     for k, v in groups.items():
+        lat = lats[k]
         out.append({"fs": k[0], "variant": k[1], "workload": k[2],
                     "bs": k[3], "mode": k[4], "clock": k[5],
                     "median": round(statistics.median(v), 2),
                     "min": round(min(v), 2), "max": round(max(v), 2),
-                    "reps": len(v), "unit": unit(k[2])})
+                    "reps": len(v), "unit": unit(k[2]),
+                    # fio's mean latency per I/O: under icount it is
+                    # counted in ns, where runtime is in whole ms
+                    "lat_us": {"median": round(statistics.median(lat), 3),
+                               "min": round(min(lat), 3),
+                               "max": round(max(lat), 3)}})
     out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 9),
                             MODE_ORDER.get(r["mode"], 9),
                             BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"]))
@@ -175,7 +184,45 @@ def tables(summary, meta):
                 line += s + " |"
             md.append(line)
         md.append("")
+        md += lat_table(clock, configs, base, cells, idx)
     return md, configs, base, cells, idx
+
+
+def us(v):
+    """Microseconds with about three significant digits."""
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
+LAT_TEXT = ("Mean latency per read, us (fio's lat mean, counted in ns, "
+            "so steadier than MiB/s over runs of a few hundred ms): median "
+            "[min-max]; (xN.NN) = the baseline's latency over this one, "
+            "above 1 is faster.")
+
+
+def lat_table(clock, configs, base, cells, idx):
+    """The read cells again, as fio's mean latency per I/O."""
+    reads = [c for c in cells if c[0].startswith("read-")]
+    if not reads:
+        return []
+    md = [LAT_TEXT, "",
+          "| workload | mode | bs | " + " | ".join(configs) + " |",
+          "|---|---|---|" + "---|" * len(configs)]
+    for wl, mode, bs in reads:
+        line = f"| {wl} | {mode} | {bs} |"
+        for c in configs:
+            r = idx.get((c, wl, mode, bs, clock))
+            b = idx.get((base_of(c, base), wl, mode, bs, clock))
+            lat = r.get("lat_us") if r else None
+            if not lat:
+                line += " n/a |"
+                continue
+            s = f" {us(lat['median'])} [{us(lat['min'])}-{us(lat['max'])}]"
+            bl = b.get("lat_us") if b else None
+            if c != base_of(c, base) and bl and lat["median"] > 0:
+                s += f" (x{bl['median'] / lat['median']:.2f})"
+            line += s + " |"
+        md.append(line)
+    return md + [""]
 
 
 def plot(resdir, summary, configs, base, cells, idx):
@@ -279,9 +326,50 @@ def cover_tables(summary):
                 line += f" {r['median'] if r else 0:>5.0f}"
             out.append(line)
         out.append("")
+        out += cover_lat(clock, idx, base, cells, crypt, others, ww)
     if any(c[0] == "atomic-tx" for c in cells):
         out += textwrap.wrap(TX_NOTE, 72) + [""]
     return out
+
+
+def cover_lat(clock, idx, base, cells, crypt, others, ww):
+    """The read cells as fio's mean latency per read, for the cover."""
+    reads = [c for c in cells if c[0].startswith("read-")]
+    if not reads:
+        return []
+
+    def lat(c, key):
+        r = idx.get((c,) + key + (clock,))
+        return r.get("lat_us") if r else None
+
+    def cell(x):
+        return (f"{us(x['median'])} [{us(x['min'])}-{us(x['max'])}]"
+                if x else "n/a")
+
+    def ratio(x, b):
+        return (f" x{b['median'] / x['median']:.2f}"
+                if x and b and x["median"] > 0 else "      ")
+
+    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3} {base:>17} "
+            f"{'f2fs-lf':>23}" +
+            (f" {'crypt-4k':>17} {'crypt-lf':>23}" if crypt else "") +
+            "".join(f" {c:>5}" for c in others))
+    out = textwrap.wrap(f"{COVER_CLOCKS.get(clock, clock)}, mean latency "
+                        "per read in us (xN.NN: the order-0 latency over "
+                        "this one):", 72) + ["", head, "-" * len(head)]
+    for wl, mode, bs in reads:
+        key = (wl, mode, bs)
+        b, lf = lat(base, key), lat("f2fs-lf", key)
+        line = (f"{wl:<{ww}} {mode:<9} {bs:>3} {cell(b):>17} "
+                f"{cell(lf):>17}{ratio(lf, b)}")
+        if crypt:
+            cb, cl = lat("f2fs-crypt-4k", key), lat("f2fs-crypt-lf", key)
+            line += f" {cell(cb):>17} {cell(cl):>17}{ratio(cl, cb)}"
+        for c in others:
+            x = lat(c, key)
+            line += f" {us(x['median']) if x else 'n/a':>5}"
+        out.append(line)
+    return out + [""]
 
 
 def main():
