@@ -25,12 +25,19 @@ CLOCK_TEXT = {
 }
 BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
 WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3,
-            "rand-overwrite": 4, "atomic-tx": 5}
+            "rand-overwrite": 4, "frag-read": 5, "frag-write": 6,
+            "atomic-tx": 7}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
               "commit": 4}
 # atomic-tx cells (guest/atx.c) count transactions per second, not MiB/s.
 TX_NOTE = ("atomic-tx: transactions per second (start, 4 x 4 KiB page "
            "writes, for bs 64k also a 64 KiB write, commit), not MiB/s.")
+
+
+FRAG_NOTE = ("frag-read and frag-write: 1M reads of a written file and "
+             "writes of a new one with the guest's free memory in single "
+             "pages (guest/frag.c); lf NN% = median share of the file's "
+             "cached pages that are in large folios.")
 
 
 def unit(workload):
@@ -79,7 +86,8 @@ def load(resdir):
                          "rep": r["rep"],
                          "value": r["iops"] if unit(r["workload"]) == "tx/s"
                          else r["bw_bytes"] / 1048576,
-                         "lat_us": r["lat_mean_ns"] / 1000})
+                         "lat_us": r["lat_mean_ns"] / 1000,
+                         "lf_pct": r.get("lf_pct")})
         with open(p, "w") as f:
             for r in index:
                 f.write(json.dumps(r) + "\n")
@@ -106,11 +114,14 @@ def base_of(config, base):
 def summarise(rows):
     groups = defaultdict(list)
     lats = defaultdict(list)
+    pcts = defaultdict(list)
     for r in rows:
         key = (r["fs"], r["variant"], r["workload"], r["bs"], r["mode"],
                r["clock"])
         groups[key].append(r["value"])
         lats[key].append(r["lat_us"])
+        if r.get("lf_pct") is not None:
+            pcts[key].append(r["lf_pct"])
     out = []
     for k, v in groups.items():
         lat = lats[k]
@@ -124,6 +135,10 @@ def summarise(rows):
                     "lat_us": {"median": round(statistics.median(lat), 3),
                                "min": round(min(lat), 3),
                                "max": round(max(lat), 3)}})
+        if pcts[k]:
+            # frag-*: share of the file's cached pages in large folios
+            out[-1]["lf_pct"] = {"median": statistics.median(pcts[k]),
+                                 "min": min(pcts[k]), "max": max(pcts[k])}
     out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 9),
                             MODE_ORDER.get(r["mode"], 9),
                             BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"]))
@@ -159,6 +174,8 @@ def tables(summary, meta):
           ""]
     if any(r["workload"] == "atomic-tx" for r in summary):
         md += [TX_NOTE, ""]
+    if any(r["workload"].startswith("frag-") for r in summary):
+        md += [FRAG_NOTE, ""]
     if meta.get("quick"):
         md += ["**Quick run: one small repetition, proves the bench works; "
                "not a measurement.**", ""]
@@ -181,6 +198,8 @@ def tables(summary, meta):
                 s = f" {r['median']:.1f} [{r['min']:.1f}-{r['max']:.1f}]"
                 if c != base_of(c, base) and b and b["median"] > 0:
                     s += f" (x{r['median'] / b['median']:.2f})"
+                if r.get("lf_pct"):
+                    s += f" lf {r['lf_pct']['median']:.0f}%"
                 line += s + " |"
             md.append(line)
         md.append("")

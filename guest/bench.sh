@@ -11,6 +11,12 @@
 #   cache      writeback held off, no fsync: page cache cost only
 #   writeback  end_fsync: the time includes writing everything back
 #   fsync      fsync after every write, writeback held off
+# rand-overwrite: 4 KiB random writes into a file cached by a read, in the
+# same three modes; frag-read (read-data) and frag-write (write-new, cache
+# mode) at 1M with free memory fragmented into single pages
+# (guest/frag.c), which also record how much of the file the page cache
+# holds in large folios (only when asked for: how well frag fragments
+# still varies from run to run);
 # and, on f2fs only, atomic-tx: SQLite-style atomic write transactions
 # (guest/atx.c: start, four 4 KiB page writes, for bs 64k also a 64 KiB
 # write, commit) on a file cached by a read first, in transactions per
@@ -85,6 +91,40 @@ cold() {
 	umount $MNT && echo 3 > /proc/sys/vm/drop_caches && mnt "$1"
 }
 
+# frag_on: fragment free memory (see guest/frag.c) until frag_off.  The
+# caches are dropped and memory compacted first, so every cell starts from
+# the same state; compaction may not move the pages frag locks.
+FRAG_PID=
+frag_on() {
+	echo 3 > /proc/sys/vm/drop_caches
+	echo 1 > /proc/sys/vm/compact_memory
+	sysctl -q vm.compact_unevictable_allowed=0
+	frag > /tmp/frag.out 2>&1 &
+	FRAG_PID=$!
+	local i
+	for i in $(seq 600); do
+		if grep -q '^frag: ready' /tmp/frag.out; then
+			say "$(grep '^frag: ready' /tmp/frag.out)"
+			return 0
+		fi
+		kill -0 $FRAG_PID 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "frag did not get ready: $(tail -1 /tmp/frag.out)" >&2
+	frag_off
+	return 1
+}
+frag_off() {
+	[ -n "$FRAG_PID" ] && kill $FRAG_PID 2>/dev/null && wait $FRAG_PID 2>/dev/null
+	FRAG_PID=
+	sysctl -q vm.compact_unevictable_allowed=1
+}
+
+# lf_pct FILE: percent of FILE's cached pages that are in large folios.
+lf_pct() {
+	folio-stat "$1" | awk '/^resident/ { print ($2 ? int(100 * $7 / $2 + 0.5) : 0) }'
+}
+
 # Without the series the only large folio rows upstream f2fs can give
 # are reads of immutable files.
 upstream_lf() {
@@ -93,8 +133,8 @@ upstream_lf() {
 
 # one FS WORKLOAD BS MODE REP: one fio run, one row.
 one() {
-	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra="" f
-	case $wl in read-*) rw=read ;; rand-*) rw=randwrite ;; esac
+	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra="" f pct=null
+	case $wl in read-*|frag-read) rw=read ;; rand-*) rw=randwrite ;; esac
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
 	fi
@@ -103,7 +143,7 @@ one() {
 	f=$(dir_of "$fs")/f
 	case $wl in
 	read-hole) truncate -s $SIZE $f ;;
-	read-data|overwrite|rand-overwrite|atomic-tx)
+	read-data|overwrite|rand-overwrite|atomic-tx|frag-read)
 		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $f ;;
 	esac
 	if upstream_lf "$fs"; then
@@ -114,6 +154,7 @@ one() {
 	# where the filesystem uses them: each dirties a block of a big folio.
 	# So are the pages SQLite commits in atomic write transactions.
 	case $wl in rand-overwrite|atomic-tx) cat $f > /dev/null ;; esac
+	case $wl in frag-*) frag_on || { umount $MNT; return 1; } ;; esac
 	case $mode in
 	writeback) writeback_on; extra="--end_fsync=1" ;;
 	commit) writeback_on ;;		# the commit syncs
@@ -129,6 +170,11 @@ one() {
 			--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err
 	fi
 	local rc=$?
+	case $wl in frag-*)
+		[ $rc -eq 0 ] && pct=$(lf_pct $f)
+		frag_off
+		[ -n "$pct" ] || pct=null ;;
+	esac
 	umount $MNT
 	writeback_on
 	if [ $rc -ne 0 ]; then
@@ -138,14 +184,15 @@ one() {
 	# One line per run; bench/report.py reads fio's JSON on the host.
 	local json=$OUT/fio-$fs-$wl-$bs-$mode-$rep.json
 	mv /tmp/fio.json "$json"
-	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", "rep": %d, "rw": "%s", "clock": "%s", "fio": "%s"}\n' \
-		"$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" "$(basename "$json")" >> "$ROWS"
+	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", "rep": %d, "rw": "%s", "clock": "%s", "fio": "%s", "lf_pct": %s}\n' \
+		"$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" "$(basename "$json")" "$pct" >> "$ROWS"
 }
 
 cells=()
 for wl in ${WLS//,/ }; do
 	case $wl in
-	read-*) modes="cold" ;;
+	read-*|frag-read) modes="cold" ;;
+	frag-write) modes="cache" ;;
 	atomic-tx) modes="commit" ;;
 	*) modes="cache writeback fsync" ;;
 	esac
@@ -154,6 +201,7 @@ for wl in ${WLS//,/ }; do
 	bss=$BSS
 	case $wl in
 	rand-*) bss=4k ;;
+	frag-*) bss=1M ;;
 	atomic-tx) bss=$(echo ${BSS//,/ } | tr ' ' '\n' | grep -xE '4k|64k' |
 		paste -sd,) ;;
 	esac
