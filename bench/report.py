@@ -294,6 +294,18 @@ COVER_CLOCKS = {"icount": "QEMU -icount (guest instructions)",
                 "wall": "wall clock (host time)"}
 
 
+def span(x, fmt):
+    """A cover cell: median [min-max], each through fmt; n/a if missing."""
+    return (f"{fmt(x['median'])} [{fmt(x['min'])}-{fmt(x['max'])}]"
+            if x else "n/a")
+
+
+def ratio(num, den):
+    """ xN.NN, num's median over den's, or blanks if either is missing."""
+    return (f" x{num['median'] / den['median']:.2f}"
+            if num and den and den["median"] > 0 else "      ")
+
+
 def cover_tables(summary):
     """The cover letter's tables: f2fs-4k, f2fs-lf with its ratio, the
     same for encrypted files if measured, and the medians of ext4 and xfs
@@ -310,12 +322,7 @@ def cover_tables(summary):
                                   BS_ORDER.get(c[2], 9)))
 
     def cell(r):
-        return (f"{r['median']:.0f} [{r['min']:.0f}-{r['max']:.0f}]"
-                if r else "n/a")
-
-    def ratio(r, b):
-        return (f" x{r['median'] / b['median']:.2f}"
-                if r and b and b["median"] > 0 else "      ")
+        return span(r, lambda v: f"{v:.0f}")
 
     # the workload column as wide as its longest name (rand-overwrite)
     ww = max([len("workload")] + [len(c[0]) for c in cells])
@@ -362,12 +369,7 @@ def cover_lat(clock, idx, base, cells, crypt, others, ww):
         return r.get("lat_us") if r else None
 
     def cell(x):
-        return (f"{us(x['median'])} [{us(x['min'])}-{us(x['max'])}]"
-                if x else "n/a")
-
-    def ratio(x, b):
-        return (f" x{b['median'] / x['median']:.2f}"
-                if x and b and x["median"] > 0 else "      ")
+        return span(x, us)
 
     head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3} {base:>17} "
             f"{'f2fs-lf':>23}" +
@@ -380,10 +382,10 @@ def cover_lat(clock, idx, base, cells, crypt, others, ww):
         key = (wl, mode, bs)
         b, lf = lat(base, key), lat("f2fs-lf", key)
         line = (f"{wl:<{ww}} {mode:<9} {bs:>3} {cell(b):>17} "
-                f"{cell(lf):>17}{ratio(lf, b)}")
+                f"{cell(lf):>17}{ratio(b, lf)}")
         if crypt:
             cb, cl = lat("f2fs-crypt-4k", key), lat("f2fs-crypt-lf", key)
-            line += f" {cell(cb):>17} {cell(cl):>17}{ratio(cl, cb)}"
+            line += f" {cell(cb):>17} {cell(cl):>17}{ratio(cb, cl)}"
         for c in others:
             x = lat(c, key)
             line += f" {us(x['median']) if x else 'n/a':>5}"
