@@ -793,6 +793,31 @@ def case_atomic_gc(d):
     print(f"atomic-gc: GC moved {'; '.join(report)}; committed right")
 
 
+def case_atomic_pin(d):
+    """A page pinned for a direct read before an atomic write starts and
+    dirtied when the read completes during it (the C tool atomic-pin, with
+    a FUSE file as the read's slow source): the blocks the transaction
+    staged beside it, in its large folio, must reach the file only with
+    the commit, and the read's data must survive the commit."""
+    orders = []
+    for end in ("abort", "commit"):
+        r = run(["atomic-pin", os.path.join(d, f"atomic-pin-{end}"),
+                 f"/tmp/atomic-pin-fuse-{end}", end], ok_fail=True)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode:
+            raise Mismatch(" / ".join(out.splitlines()[-4:]))
+        m = re.search(r"folio of order (\d+)", out)
+        if not m:
+            raise Mismatch(f"atomic-pin {end}: no folio order in {out!r}")
+        orders.append(int(m.group(1)))
+    want = os.environ.get("EDGES_FOLIOS")
+    if want and (want == "large") != (min(orders) > 0):
+        raise Mismatch(f"atomic-pin: the pinned pages were in folios of "
+                       f"order {orders}, want {want}")
+    print(f"atomic-pin: abort kept the old data, commit the transaction's "
+          f"and the read's; pinned pages in folios of order {orders}")
+
+
 def case_pressure(d):
     """Write and read a file while another process eats memory, so large
     folios are reclaimed and split under writeback and reads."""
@@ -1168,6 +1193,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
+         "atomic-pin": case_atomic_pin,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

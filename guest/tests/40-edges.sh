@@ -8,8 +8,8 @@
 # stores racing with truncation, write faults on a full filesystem, reads
 # racing collapse and insert range, atomic writes over cached large folios
 # (commit and abort, partial blocks read from the COW inode or the file,
-# GC of staged blocks), and reclaim under memory pressure.  xfs is the
-# control.
+# GC of staged blocks, a page pinned across the start), and reclaim under
+# memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 # edges_one NAME FS OPTS ORDER CASES [FOLIOS] [POLICY]: the cases on a fresh
@@ -41,13 +41,14 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
-	collapse-race partial-read atomic atomic-cow atomic-gc pressure"
+	collapse-race partial-read atomic atomic-cow atomic-gc atomic-pin
+	pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
 		"straddle truncate punch gc gc-mark mmap mkwrite dirty-count
-		collapse-race partial-read atomic atomic-cow atomic-gc" \
+		collapse-race partial-read atomic atomic-cow atomic-gc atomic-pin" \
 		"$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
@@ -58,7 +59,7 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		dio mmap mkwrite dirty-count partial-read atomic atomic-cow atomic-gc
-		pressure" \
+		atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 controls && edges_one edges-xfs xfs "" "" \
