@@ -25,8 +25,8 @@ CLOCK_TEXT = {
 }
 BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
 WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3,
-            "rand-overwrite": 4, "frag-read": 5, "frag-write": 6,
-            "atomic-tx": 7}
+            "rand-overwrite": 4, "mmap-write": 5, "writers4": 6,
+            "frag-read": 7, "frag-write": 8, "atomic-tx": 9}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
               "commit": 4}
 # atomic-tx cells (guest/atx.c) count transactions per second, not MiB/s.
@@ -87,7 +87,8 @@ def load(resdir):
                          "value": r["iops"] if unit(r["workload"]) == "tx/s"
                          else r["bw_bytes"] / 1048576,
                          "lat_us": r["lat_mean_ns"] / 1000,
-                         "lf_pct": r.get("lf_pct")})
+                         "lf_pct": r.get("lf_pct"),
+                         "bios": r.get("bios")})
         with open(p, "w") as f:
             for r in index:
                 f.write(json.dumps(r) + "\n")
@@ -115,6 +116,7 @@ def summarise(rows):
     groups = defaultdict(list)
     lats = defaultdict(list)
     pcts = defaultdict(list)
+    bios = defaultdict(list)
     for r in rows:
         key = (r["fs"], r["variant"], r["workload"], r["bs"], r["mode"],
                r["clock"])
@@ -122,6 +124,8 @@ def summarise(rows):
         lats[key].append(r["lat_us"])
         if r.get("lf_pct") is not None:
             pcts[key].append(r["lf_pct"])
+        if r.get("bios") is not None:
+            bios[key].append(r["bios"])
     out = []
     for k, v in groups.items():
         lat = lats[k]
@@ -139,6 +143,16 @@ def summarise(rows):
             # frag-*: share of the file's cached pages in large folios
             out[-1]["lf_pct"] = {"median": statistics.median(pcts[k]),
                                  "min": min(pcts[k]), "max": max(pcts[k])}
+        if bios[k]:
+            # write bios to the device by size in KiB (rounded up to a
+            # power of two): [bios, KiB in them], mean per run over the
+            # runs that traced them
+            sizes = sorted({int(s) for h in bios[k] for s in h})
+            n = len(bios[k])
+            out[-1]["bios"] = {
+                str(s): [round(sum(h.get(str(s), [0, 0])[i] for h in bios[k])
+                               / n / (2 if i else 1), 1) for i in (0, 1)]
+                for s in sizes}
     out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 9),
                             MODE_ORDER.get(r["mode"], 9),
                             BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"]))
@@ -166,7 +180,8 @@ def tables(summary, meta):
              r["bs"], r["clock"])] = r
     md = [f"# Bench: {meta.get('kernel', '?')}", "",
           f"fio psync, iodepth 1, one job, {meta.get('size_mib')} MiB file "
-          f"on brd, {meta.get('reps')} interleaved repetitions; guest "
+          "(mmap-write: mmap engine; writers4: four jobs, a quarter of it "
+          f"each) on brd, {meta.get('reps')} interleaved repetitions; guest "
           f"{meta.get('guest_cpus')} vCPUs / {meta.get('guest_memory')}, "
           f"accel {meta.get('accel')}. Cells: median MiB/s [min-max]; "
           f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
@@ -204,7 +219,43 @@ def tables(summary, meta):
             md.append(line)
         md.append("")
         md += lat_table(clock, configs, base, cells, idx)
+    md += bio_table(summary, configs)
     return md, configs, base, cells, idx
+
+
+BIO_BUCKETS = (("4K", 4, 4), ("8-64K", 8, 64), ("128-512K", 128, 512),
+               ("1M", 1024, 1024), (">1M", 2048, 1 << 30))
+BIO_TEXT = ("Write bios queued to the device per run (block:block_bio_queue,"
+            " traced on kernels with tracepoints), mean over the "
+            "repetitions: how many, their mean size, and the share of the "
+            "bytes written in bios of each size.")
+
+
+def bio_table(summary, configs):
+    """For rows that traced their bios: count, mean size and the share of
+    bytes by bio size, one line per cell and configuration."""
+    traced = [r for r in summary if r.get("bios")]
+    if not traced:
+        return []
+    md = [BIO_TEXT, "",
+          "| workload | mode | bs | config | bios | mean KiB | " +
+          " | ".join(b[0] for b in BIO_BUCKETS) + " |",
+          "|---|---|---|---|---|---|" + "---|" * len(BIO_BUCKETS)]
+    order = {c: i for i, c in enumerate(configs)}
+    for r in sorted(traced, key=lambda r: (
+            r["clock"], WL_ORDER.get(r["workload"], 99),
+            MODE_ORDER.get(r["mode"], 9), BS_ORDER.get(r["bs"], 9),
+            order.get(config_name(r["fs"], r["variant"]), 99))):
+        n = sum(v[0] for v in r["bios"].values())
+        kib = sum(v[1] for v in r["bios"].values())
+        line = (f"| {r['workload']} | {r['mode']} | {r['bs']} | "
+                f"{config_name(r['fs'], r['variant'])} | {n:.0f} | "
+                f"{kib / n if n else 0:.0f} |")
+        for _, lo, hi in BIO_BUCKETS:
+            b = sum(v[1] for s, v in r["bios"].items() if lo <= int(s) <= hi)
+            line += f" {100 * b / kib if kib else 0:.0f}% |"
+        md.append(line)
+    return md + [""]
 
 
 def us(v):

@@ -21,13 +21,21 @@
 # (guest/atx.c: start, four 4 KiB page writes, for bs 64k also a 64 KiB
 # write, commit) on a file cached by a read first, in transactions per
 # second.
+# mmap-write: writes through a shared mapping (fio's mmap engine) into a
+# written file, cold cache: read faults, then write faults, per block.
+# writers4: four writers at once, each writing a new file of a quarter of
+# the size, with writeback (end_fsync: the four write back together) or
+# fsync after every write.
+# Where the kernel has tracepoints (the test kernel), each row also counts
+# the write bios sent to the device by size (block:block_bio_queue): do
+# concurrent writers split each other's bios?
 . /tmp/lab-repo/guest/lib.sh
 
 SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf,f2fs-crypt-4k,f2fs-crypt-lf,ext4,xfs,tmpfs}
-WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite,atomic-tx}
+WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite,mmap-write,writers4,atomic-tx}
 RUNTIME=${LAB_RUNTIME:-20}
 CLOCK=${LAB_CLOCK:-wall}
 ROWS=$OUT/rows.jsonl
@@ -125,6 +133,53 @@ lf_pct() {
 	folio-stat "$1" | awk '/^resident/ { print ($2 ? int(100 * $7 / $2 + 0.5) : 0) }'
 }
 
+# biohist_on: trace the bios queued to $DEV, if this kernel can.
+TRACE=/sys/kernel/tracing
+BIOHIST=
+biohist_on() {
+	BIOHIST=
+	[ -d $TRACE/events ] || mount -t tracefs nodev $TRACE 2>/dev/null
+	[ -e $TRACE/events/block/block_bio_queue/enable ] || return 0
+	echo 0 > $TRACE/tracing_on
+	echo 16384 > $TRACE/buffer_size_kb
+	echo > $TRACE/trace
+	echo 1 > $TRACE/events/block/block_bio_queue/enable
+	echo 1 > $TRACE/tracing_on
+	BIOHIST=1
+}
+
+# biohist_off: stop tracing; print the write bios to $DEV as JSON, by size
+# rounded up to a power of two KiB, each with the number of bios and their
+# 512-byte sectors: {"4": [n, sectors], "8": [n, sectors], ...}; null if
+# events were lost.
+biohist_off() {
+	[ -n "$BIOHIST" ] || { echo null; return; }
+	echo 0 > $TRACE/tracing_on
+	echo 0 > $TRACE/events/block/block_bio_queue/enable
+	if grep -h '^overrun:' $TRACE/per_cpu/cpu*/stats | grep -qv ' 0$'; then
+		echo "biohist: trace buffer overran, histogram dropped" >&2
+		echo null
+		return
+	fi
+	local dev
+	dev=$(printf '%d,%d' 0x$(stat -L -c %t $DEV) 0x$(stat -L -c %T $DEV))
+	awk -v dev=$dev '{
+		for (i = 1; i < NF; i++) if ($i == "block_bio_queue:") break
+		if ($(i + 1) != dev || $(i + 2) !~ /W/ || $(i + 5) == 0) next
+		kib = $(i + 5) / 2; b = 4
+		while (b < kib) b *= 2
+		n[b]++; sec[b] += $(i + 5)
+	} END {
+		printf "{"; sep = ""
+		for (b in n) {
+			printf "%s\"%d\": [%d, %d]", sep, b, n[b], sec[b]
+			sep = ", "
+		}
+		print "}"
+	}' $TRACE/trace
+	echo > $TRACE/trace
+}
+
 # Without the series the only large folio rows upstream f2fs can give
 # are reads of immutable files.
 upstream_lf() {
@@ -134,6 +189,7 @@ upstream_lf() {
 # one FS WORKLOAD BS MODE REP: one fio run, one row.
 one() {
 	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra="" f pct=null
+	local engine=psync size=$SIZE files bios
 	case $wl in read-*|frag-read) rw=read ;; rand-*) rw=randwrite ;; esac
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
@@ -143,7 +199,7 @@ one() {
 	f=$(dir_of "$fs")/f
 	case $wl in
 	read-hole) truncate -s $SIZE $f ;;
-	read-data|overwrite|rand-overwrite|atomic-tx|frag-read)
+	read-data|overwrite|rand-overwrite|mmap-write|atomic-tx|frag-read)
 		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $f ;;
 	esac
 	if upstream_lf "$fs"; then
@@ -161,15 +217,23 @@ one() {
 	fsync) writeback_off; extra="--fsync=1" ;;
 	*) writeback_off ;;
 	esac
+	files="--filename=$f"
+	case $wl in
+	mmap-write) engine=mmap ;;
+	writers4) size=$(( SIZE / 4 )) files="--numjobs=4 --group_reporting
+		--directory=$(dir_of "$fs") --filename_format=w.\$jobnum" ;;
+	esac
+	biohist_on
 	if [ $wl = atomic-tx ]; then
 		atx $f $bs $RUNTIME > /tmp/fio.json 2>/tmp/fio.err
 	else
-		fio --name=lab --filename=$f --rw=$rw --bs=$bs --size=$SIZE \
-			--ioengine=psync --iodepth=1 --numjobs=1 --direct=0 \
+		fio --name=lab $files --rw=$rw --bs=$bs --size=$size \
+			--ioengine=$engine --iodepth=1 --direct=0 \
 			--fallocate=none --invalidate=0 --runtime=$RUNTIME \
 			--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err
 	fi
 	local rc=$?
+	bios=$(biohist_off)
 	case $wl in frag-*)
 		[ $rc -eq 0 ] && pct=$(lf_pct $f)
 		frag_off
@@ -184,8 +248,8 @@ one() {
 	# One line per run; bench/report.py reads fio's JSON on the host.
 	local json=$OUT/fio-$fs-$wl-$bs-$mode-$rep.json
 	mv /tmp/fio.json "$json"
-	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", "rep": %d, "rw": "%s", "clock": "%s", "fio": "%s", "lf_pct": %s}\n' \
-		"$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" "$(basename "$json")" "$pct" >> "$ROWS"
+	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", "rep": %d, "rw": "%s", "clock": "%s", "fio": "%s", "lf_pct": %s, "bios": %s}\n' \
+		"$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" "$(basename "$json")" "$pct" "$bios" >> "$ROWS"
 }
 
 cells=()
@@ -193,6 +257,8 @@ for wl in ${WLS//,/ }; do
 	case $wl in
 	read-*|frag-read) modes="cold" ;;
 	frag-write) modes="cache" ;;
+	mmap-write) modes="cache writeback" ;;
+	writers4) modes="writeback fsync" ;;
 	atomic-tx) modes="commit" ;;
 	*) modes="cache writeback fsync" ;;
 	esac
