@@ -246,15 +246,10 @@ def bio_table(summary, configs):
             r["clock"], WL_ORDER.get(r["workload"], 99),
             MODE_ORDER.get(r["mode"], 9), BS_ORDER.get(r["bs"], 9),
             order.get(config_name(r["fs"], r["variant"]), 99))):
-        n = sum(v[0] for v in r["bios"].values())
-        kib = sum(v[1] for v in r["bios"].values())
-        line = (f"| {r['workload']} | {r['mode']} | {r['bs']} | "
-                f"{config_name(r['fs'], r['variant'])} | {n:.0f} | "
-                f"{kib / n if n else 0:.0f} |")
-        for _, lo, hi in BIO_BUCKETS:
-            b = sum(v[1] for s, v in r["bios"].items() if lo <= int(s) <= hi)
-            line += f" {100 * b / kib if kib else 0:.0f}% |"
-        md.append(line)
+        n, mean, shares = bio_shares(r)
+        md.append(f"| {r['workload']} | {r['mode']} | {r['bs']} | "
+                  f"{config_name(r['fs'], r['variant'])} | {n:.0f} | "
+                  f"{mean:.0f} |" + "".join(f" {x:.0f}% |" for x in shares))
     return md + [""]
 
 
@@ -406,7 +401,37 @@ def cover_tables(summary):
         out += cover_lat(clock, idx, base, cells, crypt, others, ww)
     if any(c[0] == "atomic-tx" for c in cells):
         out += textwrap.wrap(TX_NOTE, 72) + [""]
-    return out
+    return out + cover_bios(summary, ww)
+
+
+def bio_shares(r):
+    """(bios, mean KiB, [share of bytes per BIO_BUCKETS]) of a row."""
+    n = sum(v[0] for v in r["bios"].values())
+    kib = sum(v[1] for v in r["bios"].values())
+    shares = [sum(v[1] for s, v in r["bios"].items() if lo <= int(s) <= hi)
+              / kib * 100 if kib else 0 for _, lo, hi in BIO_BUCKETS]
+    return n, kib / n if n else 0, shares
+
+
+def cover_bios(summary, ww):
+    """The write bios by size, for the cover, if the rows traced them."""
+    traced = [r for r in summary if r.get("bios")]
+    if not traced:
+        return []
+    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3} {'config':<8} "
+            f"{'bios':>5} {'KiB':>5}" +
+            "".join(f" {b[0]:>8}" for b in BIO_BUCKETS))
+    out = textwrap.wrap("Write bios queued to the device per run, mean over "
+                        "the repetitions, with the share of the bytes in "
+                        "bios of each size:", 72) + ["", head, "-" * len(head)]
+    for r in sorted(traced, key=lambda r: (
+            WL_ORDER.get(r["workload"], 99), MODE_ORDER.get(r["mode"], 9),
+            BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"])):
+        n, mean, shares = bio_shares(r)
+        out.append(f"{r['workload']:<{ww}} {r['mode']:<9} {r['bs']:>3} "
+                   f"{config_name(r['fs'], r['variant']):<8} {n:>5.0f} "
+                   f"{mean:>5.0f}" + "".join(f" {x:>7.0f}%" for x in shares))
+    return out + [""]
 
 
 def cover_lat(clock, idx, base, cells, crypt, others, ww):
