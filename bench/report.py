@@ -26,12 +26,25 @@ CLOCK_TEXT = {
 BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
 WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3,
             "rand-overwrite": 4, "mmap-write": 5, "writers4": 6,
-            "frag-read": 7, "frag-write": 8, "atomic-tx": 9}
+            "frag-read": 7, "frag-write": 8, "atomic-tx": 9,
+            "smallfiles": 10, "precache": 11}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
               "commit": 4}
-# atomic-tx cells (guest/atx.c) count transactions per second, not MiB/s.
-TX_NOTE = ("atomic-tx: transactions per second (start, 4 x 4 KiB page "
-           "writes, for bs 64k also a 64 KiB write, commit), not MiB/s.")
+# The cells of guest/opbench.c's workloads count operations per second,
+# not MiB/s.
+OP_UNITS = {"atomic-tx": "tx/s", "smallfiles": "files/s",
+            "precache": "calls/s"}
+OP_NOTES = {
+    "atomic-tx": "atomic-tx: transactions per second (start, 4 x 4 KiB "
+                 "page writes, for bs 64k also a 64 KiB write, commit), "
+                 "not MiB/s.",
+    "smallfiles": "smallfiles: files per second (create, write bs, fsync, "
+                  "close, unlink the file written 64 files before), not "
+                  "MiB/s.",
+    "precache": "precache: F2FS_IOC_PRECACHE_EXTENTS calls per second on a "
+                "file of one-block extents (a quarter of the file size) "
+                "with cold caches, call time only, not MiB/s.",
+}
 
 
 FRAG_NOTE = ("frag-read and frag-write: 1M reads of a written file and "
@@ -41,7 +54,7 @@ FRAG_NOTE = ("frag-read and frag-write: 1M reads of a written file and "
 
 
 def unit(workload):
-    return "tx/s" if workload == "atomic-tx" else "MiB/s"
+    return OP_UNITS.get(workload, "MiB/s")
 
 
 VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),
@@ -84,7 +97,7 @@ def load(resdir):
                          "workload": r["workload"], "bs": r["bs"],
                          "mode": r["mode"], "clock": r["clock"],
                          "rep": r["rep"],
-                         "value": r["iops"] if unit(r["workload"]) == "tx/s"
+                         "value": r["iops"] if r["workload"] in OP_UNITS
                          else r["bw_bytes"] / 1048576,
                          "lat_us": r["lat_mean_ns"] / 1000,
                          "lf_pct": r.get("lf_pct"),
@@ -187,8 +200,8 @@ def tables(summary, meta):
           f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
           "against f2fs-crypt-4k, encrypted files with order-0 folios).",
           ""]
-    if any(r["workload"] == "atomic-tx" for r in summary):
-        md += [TX_NOTE, ""]
+    md += [n for w, note in OP_NOTES.items()
+           if any(r["workload"] == w for r in summary) for n in (note, "")]
     if any(r["workload"].startswith("frag-") for r in summary):
         md += [FRAG_NOTE, ""]
     if meta.get("quick"):
@@ -382,8 +395,9 @@ def cover_tables(summary, timed=True):
                 (f" {'crypt-4k':>16} {'crypt-lf':>20}" if crypt else "") +
                 "".join(f" {c:>5}" for c in others))
         units = sorted({unit(c[0]) for c in cells})
-        label = (units[0] if len(units) == 1 else
-                 "MiB/s (atomic-tx: tx/s)")
+        label = (units[0] if len(units) == 1 else "MiB/s (" + ", ".join(
+            f"{w}: {u}" for w, u in OP_UNITS.items()
+            if any(c[0] == w for c in cells)) + ")")
         out += [f"{COVER_CLOCKS.get(clock, clock)}, {label}:", "", head,
                 "-" * len(head)]
         for wl, mode, bs in cells:
@@ -401,8 +415,9 @@ def cover_tables(summary, timed=True):
             out.append(line)
         out.append("")
         out += cover_lat(clock, idx, base, cells, crypt, others, ww)
-    if timed and any(c[0] == "atomic-tx" for c in cells):
-        out += textwrap.wrap(TX_NOTE, 72) + [""]
+    for w, note in OP_NOTES.items():
+        if timed and any(c[0] == w for c in cells):
+            out += textwrap.wrap(note, 72) + [""]
     return out + cover_bios(summary, ww)
 
 

@@ -18,9 +18,13 @@
 # holds in large folios (only when asked for: how well frag fragments
 # still varies from run to run);
 # and, on f2fs only, atomic-tx: SQLite-style atomic write transactions
-# (guest/atx.c: start, four 4 KiB page writes, for bs 64k also a 64 KiB
+# (guest/opbench.c: start, four 4 KiB page writes, for bs 64k also a 64 KiB
 # write, commit) on a file cached by a read first, in transactions per
 # second.
+# smallfiles: fs_mark-like create, write 4 KiB or 64 KiB, fsync, close,
+# unlink the file 64 files back (guest/opbench.c), in files per second.
+# precache, on f2fs only: F2FS_IOC_PRECACHE_EXTENTS on a file of one-block
+# extents (a quarter of the size), with cold caches, in calls per second.
 # mmap-write: writes through a shared mapping (fio's mmap engine) into a
 # written file, cold cache: read faults, then write faults, per block.
 # writers4: four writers at once, each writing a new file of a quarter of
@@ -35,7 +39,7 @@ SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf,f2fs-crypt-4k,f2fs-crypt-lf,ext4,xfs,tmpfs}
-WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite,mmap-write,writers4,atomic-tx}
+WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite,mmap-write,writers4,atomic-tx,smallfiles,precache}
 RUNTIME=${LAB_RUNTIME:-20}
 CLOCK=${LAB_CLOCK:-wall}
 ROWS=$OUT/rows.jsonl
@@ -194,7 +198,10 @@ one() {
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
 	fi
-	case $wl,$fs in atomic-tx,f2fs-*) ;; atomic-tx,*) return 0 ;; esac
+	case $wl,$fs in
+	atomic-tx,f2fs-*|precache,f2fs-*) ;;
+	atomic-tx,*|precache,*) return 0 ;;
+	esac
 	fs_up "$fs" || { echo "fs_up $fs failed" >&2; return 1; }
 	f=$(dir_of "$fs")/f
 	case $wl in
@@ -224,14 +231,15 @@ one() {
 		--directory=$(dir_of "$fs") --filename_format=w.\$jobnum" ;;
 	esac
 	biohist_on
-	if [ $wl = atomic-tx ]; then
-		atx $f $bs $RUNTIME > /tmp/fio.json 2>/tmp/fio.err
-	else
-		fio --name=lab $files --rw=$rw --bs=$bs --size=$size \
-			--ioengine=$engine --iodepth=1 --direct=0 \
-			--fallocate=none --invalidate=0 --runtime=$RUNTIME \
-			--output-format=json $extra > /tmp/fio.json 2>/tmp/fio.err
-	fi
+	case $wl in
+	atomic-tx) opbench atomic $f $bs $RUNTIME ;;
+	smallfiles) opbench smallfiles $(dir_of "$fs") $bs $RUNTIME ;;
+	precache) opbench precache $(dir_of "$fs") $(( SIZE / 16384 )) $RUNTIME ;;
+	*) fio --name=lab $files --rw=$rw --bs=$bs --size=$size \
+		--ioengine=$engine --iodepth=1 --direct=0 \
+		--fallocate=none --invalidate=0 --runtime=$RUNTIME \
+		--output-format=json $extra ;;
+	esac > /tmp/fio.json 2>/tmp/fio.err
 	local rc=$?
 	bios=$(biohist_off)
 	case $wl in frag-*)
@@ -242,7 +250,7 @@ one() {
 	umount $MNT
 	writeback_on
 	if [ $rc -ne 0 ]; then
-		echo "fio failed: $(tail -2 /tmp/fio.err)" >&2
+		echo "$wl failed: $(tail -2 /tmp/fio.err)" >&2
 		return 1
 	fi
 	# One line per run; bench/report.py reads fio's JSON on the host.
@@ -260,15 +268,17 @@ for wl in ${WLS//,/ }; do
 	mmap-write) modes="cache writeback" ;;
 	writers4) modes="writeback fsync" ;;
 	atomic-tx) modes="commit" ;;
+	smallfiles) modes="fsync" ;;
+	precache) modes="cold" ;;
 	*) modes="cache writeback fsync" ;;
 	esac
 	# Random overwrites are 4 KiB: the cost of a small write into a large
 	# cached folio.  Transactions write 4 KiB pages, and 64 KiB with bs 64k.
 	bss=$BSS
 	case $wl in
-	rand-*) bss=4k ;;
+	rand-*|precache) bss=4k ;;
 	frag-*) bss=1M ;;
-	atomic-tx) bss=$(echo ${BSS//,/ } | tr ' ' '\n' | grep -xE '4k|64k' |
+	atomic-tx|smallfiles) bss=$(echo ${BSS//,/ } | tr ' ' '\n' | grep -xE '4k|64k' |
 		paste -sd,) ;;
 	esac
 	for mode in $modes; do
