@@ -24,17 +24,21 @@ CLOCK_TEXT = {
               "deterministic, for A/B ratios)",
 }
 BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
-WL_ORDER = {"read-hole": 0, "read-data": 1, "write-new": 2, "overwrite": 3,
-            "rand-overwrite": 4, "mmap-write": 5, "writers4": 6,
-            "frag-read": 7, "frag-write": 8, "atomic-tx": 9,
-            "smallfiles": 10, "precache": 11}
+WL_ORDER = {w: i for i, w in enumerate((
+    "read-hole", "read-data", "write-new", "overwrite", "rand-overwrite",
+    "rand-overwrite-cold", "mmap-write", "writers4", "frag-read",
+    "frag-write", "atomic-tx", "smallfiles", "precache"))}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
               "commit": 4}
 # The cells of guest/opbench.c's workloads count operations per second,
-# not MiB/s.
+# not MiB/s; WL_NOTES says so, and what some workloads do.
 OP_UNITS = {"atomic-tx": "tx/s", "smallfiles": "files/s",
             "precache": "calls/s"}
-OP_NOTES = {
+WL_NOTES = {
+    "rand-overwrite-cold": "rand-overwrite-cold: rand-overwrite's 4 KiB "
+                           "random writes, fsync after each, into the "
+                           "written file not cached, so into order-0 "
+                           "folios on every filesystem.",
     "atomic-tx": "atomic-tx: transactions per second (start, 4 x 4 KiB "
                  "page writes, for bs 64k also a 64 KiB write, commit), "
                  "not MiB/s.",
@@ -166,7 +170,7 @@ def summarise(rows):
                 str(s): [round(sum(h.get(str(s), [0, 0])[i] for h in bios[k])
                                / n / (2 if i else 1), 1) for i in (0, 1)]
                 for s in sizes}
-    out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 9),
+    out.sort(key=lambda r: (r["clock"], WL_ORDER.get(r["workload"], 99),
                             MODE_ORDER.get(r["mode"], 9),
                             BS_ORDER.get(r["bs"], 9), r["fs"], r["variant"]))
     return out
@@ -200,7 +204,7 @@ def tables(summary, meta):
           f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
           "against f2fs-crypt-4k, encrypted files with order-0 folios).",
           ""]
-    md += [n for w, note in OP_NOTES.items()
+    md += [n for w, note in WL_NOTES.items()
            if any(r["workload"] == w for r in summary) for n in (note, "")]
     if any(r["workload"].startswith("frag-") for r in summary):
         md += [FRAG_NOTE, ""]
@@ -208,7 +212,7 @@ def tables(summary, meta):
         md += ["**Quick run: one small repetition, proves the bench works; "
                "not a measurement.**", ""]
     cells = sorted({(r["workload"], r["mode"], r["bs"]) for r in summary},
-                   key=lambda c: (WL_ORDER.get(c[0], 9),
+                   key=lambda c: (WL_ORDER.get(c[0], 99),
                                   MODE_ORDER.get(c[1], 9),
                                   BS_ORDER.get(c[2], 9)))
     for clock in sorted({r["clock"] for r in summary}):
@@ -378,7 +382,7 @@ def cover_tables(summary, timed=True):
               if any(k[0] == c for k in idx)]
     crypt = any(k[0] == "f2fs-crypt-lf" for k in idx)
     cells = sorted({(r["workload"], r["mode"], r["bs"]) for r in summary},
-                   key=lambda c: (WL_ORDER.get(c[0], 9),
+                   key=lambda c: (WL_ORDER.get(c[0], 99),
                                   MODE_ORDER.get(c[1], 9),
                                   BS_ORDER.get(c[2], 9)))
 
@@ -415,7 +419,7 @@ def cover_tables(summary, timed=True):
             out.append(line)
         out.append("")
         out += cover_lat(clock, idx, base, cells, crypt, others, ww)
-    for w, note in OP_NOTES.items():
+    for w, note in WL_NOTES.items():
         if timed and any(c[0] == w for c in cells):
             out += textwrap.wrap(note, 72) + [""]
     return out + cover_bios(summary, ww)

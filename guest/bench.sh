@@ -12,7 +12,10 @@
 #   writeback  end_fsync: the time includes writing everything back
 #   fsync      fsync after every write, writeback held off
 # rand-overwrite: 4 KiB random writes into a file cached by a read, in the
-# same three modes; frag-read (read-data) and frag-write (write-new, cache
+# same three modes; rand-overwrite-cold: the same writes, fsync after each,
+# into the written file not cached, so every filesystem writes them into
+# order-0 folios (only when asked for: against rand-overwrite it shows
+# what a 4 KiB write into a large folio costs each filesystem); frag-read (read-data) and frag-write (write-new, cache
 # mode) at 1M with free memory fragmented into single pages
 # (guest/frag.c), which also record how much of the file the page cache
 # holds in large folios (only when asked for: how well frag fragments
@@ -206,7 +209,7 @@ one() {
 	f=$(dir_of "$fs")/f
 	case $wl in
 	read-hole) truncate -s $SIZE $f ;;
-	read-data|overwrite|rand-overwrite|mmap-write|atomic-tx|frag-read)
+	read-data|overwrite|rand-overwrite*|mmap-write|atomic-tx|frag-read)
 		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $f ;;
 	esac
 	if upstream_lf "$fs"; then
@@ -265,6 +268,7 @@ for wl in ${WLS//,/ }; do
 	case $wl in
 	read-*|frag-read) modes="cold" ;;
 	frag-write) modes="cache" ;;
+	rand-overwrite-cold) modes="fsync" ;;
 	mmap-write) modes="cache writeback" ;;
 	writers4) modes="writeback fsync" ;;
 	atomic-tx) modes="commit" ;;
