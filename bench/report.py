@@ -43,11 +43,11 @@ WL_NOTES = {
                  "page writes, for bs 64k also a 64 KiB write, commit), "
                  "not MiB/s.",
     "smallfiles": "smallfiles: files per second (create, write bs, fsync, "
-                  "close, unlink the file written 64 files before), not "
-                  "MiB/s.",
+                  "close, unlink the file written 64 files before; one "
+                  "file per 64 KiB of the file size), not MiB/s.",
     "precache": "precache: F2FS_IOC_PRECACHE_EXTENTS calls per second on a "
-                "file of one-block extents (a quarter of the file size) "
-                "with cold caches, call time only, not MiB/s.",
+                "file of one-block extents (a quarter of the file size), "
+                "32 calls with cold caches, call time only, not MiB/s.",
 }
 
 

@@ -25,9 +25,11 @@
 # write, commit) on a file cached by a read first, in transactions per
 # second.
 # smallfiles: fs_mark-like create, write 4 KiB or 64 KiB, fsync, close,
-# unlink the file 64 files back (guest/opbench.c), in files per second.
+# unlink the file 64 files back (guest/opbench.c), one file per 64 KiB of
+# the size, in files per second.
 # precache, on f2fs only: F2FS_IOC_PRECACHE_EXTENTS on a file of one-block
-# extents (a quarter of the size), with cold caches, in calls per second.
+# extents (a quarter of the size), 32 calls with cold caches, in calls per
+# second.
 # mmap-write: writes through a shared mapping (fio's mmap engine) into a
 # written file, cold cache: read faults, then write faults, per block.
 # writers4: four writers at once, each writing a new file of a quarter of
@@ -236,8 +238,10 @@ one() {
 	biohist_on
 	case $wl in
 	atomic-tx) opbench atomic $f $bs $RUNTIME ;;
-	smallfiles) opbench smallfiles $(dir_of "$fs") $bs $RUNTIME ;;
-	precache) opbench precache $(dir_of "$fs") $(( SIZE / 16384 )) $RUNTIME ;;
+	smallfiles) opbench smallfiles $(dir_of "$fs") $bs $(( SIZE >> 16 )) \
+		$RUNTIME ;;
+	precache) opbench precache $(dir_of "$fs") $(( SIZE >> 14 )) 32 \
+		$RUNTIME ;;
 	*) fio --name=lab $files --rw=$rw --bs=$bs --size=$size \
 		--ioengine=$engine --iodepth=1 --direct=0 \
 		--fallocate=none --invalidate=0 --runtime=$RUNTIME \

@@ -10,20 +10,21 @@
  *	F2FS_IOC_COMMIT_ATOMIC_WRITE (which writes back and syncs).  An
  *	operation is a transaction.
  *
- *   opbench smallfiles DIR 4k|64k SECONDS
+ *   opbench smallfiles DIR 4k|64k FILES SECONDS
  *	fs_mark-like small files: create DIR/s.N, write 4 KiB or 64 KiB into
  *	it, fsync, close; once 64 files exist, each new one first unlinks
- *	the oldest.  An operation is a file.
+ *	the oldest.  An operation is a file; it stops after FILES.
  *
- *   opbench precache DIR BLOCKS SECONDS
+ *   opbench precache DIR BLOCKS CALLS SECONDS
  *	F2FS_IOC_PRECACHE_EXTENTS on a fragmented file.  DIR/p and DIR/q are
  *	first grown by turns, 4 KiB and an fdatasync at a time, to BLOCKS
  *	blocks each, so that every block of DIR/p is an extent of its own.
  *	Then, each time with cold caches (drop_caches, which also evicts
  *	the inode and so its extent cache), DIR/p is opened and precached.
- *	An operation is one precache call, and only the call is timed.
+ *	An operation is one precache call, and only the call is timed; it
+ *	stops after CALLS.
  *
- * Each runs until SECONDS have passed (guest time: QEMU's icount clock when
+ * Each runs until SECONDS have passed, or its count is done, (guest time: QEMU's icount clock when
  * the bench runs with it) and prints fio's JSON shape (jobs[0].write), so
  * the bench's report reads it like a fio run: iops is operations per
  * second, lat_ns.mean the mean time of one operation, bw_bytes the bytes
@@ -134,7 +135,8 @@ static int atomic_tx(const char *file, int big, double seconds)
 	return 0;
 }
 
-static int small_files(const char *dir, size_t len, double seconds)
+static int small_files(const char *dir, size_t len, long files,
+		       double seconds)
 {
 	unsigned long long n = 0;
 	char name[4096];
@@ -159,7 +161,7 @@ static int small_files(const char *dir, size_t len, double seconds)
 		close(fd);
 		n++;
 		el = now() - t0;
-	} while (el < seconds);
+	} while (el < seconds && n < (unsigned long long)files);
 	report("smallfiles", n, n * len, el);
 	return 0;
 }
@@ -174,7 +176,8 @@ static void drop_caches(void)
 	close(fd);
 }
 
-static int precache(const char *dir, long blocks, double seconds)
+static int precache(const char *dir, long blocks, long max_calls,
+		    double seconds)
 {
 	unsigned long long calls = 0;
 	double t0, t, in_call = 0;
@@ -211,30 +214,34 @@ static int precache(const char *dir, long blocks, double seconds)
 		in_call += now() - t;
 		close(fd[0]);
 		calls++;
-	} while (now() - t0 < seconds);
+	} while (now() - t0 < seconds &&
+		 calls < (unsigned long long)max_calls);
 	report("precache", calls, calls * blocks * 4096, in_call);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	double seconds = argc == 5 ? atof(argv[4]) : 0;
-	int big = argc == 5 && !strcmp(argv[3], "64k");
+	double seconds = atof(argv[argc - 1]);
+	const char *mode = argc > 1 ? argv[1] : "";
+	long n;
 
 	memset(buf, 0x5a, sizeof(buf));
-	if (seconds <= 0)
+	if (argc < 5 || seconds <= 0)
 		goto usage;
-	if (!strcmp(argv[1], "precache") && atol(argv[3]) > 0)
-		return precache(argv[2], atol(argv[3]), seconds);
-	if (!big && strcmp(argv[3], "4k"))
+	if (!strcmp(mode, "precache") && argc == 6 &&
+	    (n = atol(argv[3])) > 0 && atol(argv[4]) > 0)
+		return precache(argv[2], n, atol(argv[4]), seconds);
+	if (strcmp(argv[3], "4k") && strcmp(argv[3], "64k"))
 		goto usage;
-	if (!strcmp(argv[1], "atomic"))
-		return atomic_tx(argv[2], big, seconds);
-	if (!strcmp(argv[1], "smallfiles"))
-		return small_files(argv[2], big ? 65536 : 4096, seconds);
+	n = strcmp(argv[3], "64k") ? 4096 : 65536;
+	if (!strcmp(mode, "atomic") && argc == 5)
+		return atomic_tx(argv[2], n == 65536, seconds);
+	if (!strcmp(mode, "smallfiles") && argc == 6 && atol(argv[4]) > 0)
+		return small_files(argv[2], n, atol(argv[4]), seconds);
 usage:
 	fprintf(stderr, "usage: opbench atomic FILE 4k|64k SECONDS\n"
-		"       opbench smallfiles DIR 4k|64k SECONDS\n"
-		"       opbench precache DIR BLOCKS SECONDS\n");
+		"       opbench smallfiles DIR 4k|64k FILES SECONDS\n"
+		"       opbench precache DIR BLOCKS CALLS SECONDS\n");
 	return 2;
 }
