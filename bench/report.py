@@ -415,7 +415,7 @@ def cover_tables(summary, timed=True):
                 line += f" {cell(cb):>16} {cell(cl):>14}{ratio(cl, cb)}"
             for c in others:
                 r = idx.get((c, wl, mode, bs, clock))
-                line += f" {r['median'] if r else 0:>5.0f}"
+                line += f" {r['median']:>5.0f}" if r else f" {'-':>5}"
             out.append(line)
         out.append("")
         out += cover_lat(clock, idx, base, cells, crypt, others, ww)
