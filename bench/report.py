@@ -61,6 +61,11 @@ def unit(workload):
     return OP_UNITS.get(workload, "MiB/s")
 
 
+def wl_notes(workloads):
+    """The notes of the workloads in @workloads, in WL_NOTES's order."""
+    return [note for w, note in WL_NOTES.items() if w in workloads]
+
+
 VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),
            "f2fs-crypt-4k": ("f2fs-crypt", "4k"),
            "f2fs-crypt-lf": ("f2fs-crypt", "lf"),
@@ -204,8 +209,8 @@ def tables(summary, meta):
           f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
           "against f2fs-crypt-4k, encrypted files with order-0 folios).",
           ""]
-    md += [n for w, note in WL_NOTES.items()
-           if any(r["workload"] == w for r in summary) for n in (note, "")]
+    for note in wl_notes({r["workload"] for r in summary}):
+        md += [note, ""]
     if any(r["workload"].startswith("frag-") for r in summary):
         md += [FRAG_NOTE, ""]
     if meta.get("quick"):
@@ -419,9 +424,8 @@ def cover_tables(summary, timed=True):
             out.append(line)
         out.append("")
         out += cover_lat(clock, idx, base, cells, crypt, others, ww)
-    for w, note in WL_NOTES.items():
-        if timed and any(c[0] == w for c in cells):
-            out += textwrap.wrap(note, 72) + [""]
+    for note in wl_notes({c[0] for c in cells} if timed else ()):
+        out += textwrap.wrap(note, 72) + [""]
     return out + cover_bios(summary, ww)
 
 

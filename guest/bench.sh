@@ -15,8 +15,9 @@
 # same three modes; rand-overwrite-cold: the same writes, fsync after each,
 # into the written file not cached, so every filesystem writes them into
 # order-0 folios (only when asked for: against rand-overwrite it shows
-# what a 4 KiB write into a large folio costs each filesystem); frag-read (read-data) and frag-write (write-new, cache
-# mode) at 1M with free memory fragmented into single pages
+# what a 4 KiB write into a large folio costs each filesystem); frag-read
+# (read-data) and frag-write (write-new, cache mode) at 1M with free
+# memory fragmented into single pages
 # (guest/frag.c), which also record how much of the file the page cache
 # holds in large folios (only when asked for: how well frag fragments
 # still varies from run to run);
@@ -235,7 +236,8 @@ one() {
 	writers4) size=$(( SIZE / 4 )) files="--numjobs=4 --group_reporting
 		--directory=$(dir_of "$fs") --filename_format=w.\$jobnum" ;;
 	esac
-	biohist_on
+	# precache writes only while it sets up: no bios to count
+	case $wl in precache) BIOHIST= ;; *) biohist_on ;; esac
 	case $wl in
 	atomic-tx) opbench atomic $f $bs $RUNTIME ;;
 	smallfiles) opbench smallfiles $(dir_of "$fs") $bs $(( SIZE >> 16 )) \
@@ -286,8 +288,8 @@ for wl in ${WLS//,/ }; do
 	case $wl in
 	rand-*|precache) bss=4k ;;
 	frag-*) bss=1M ;;
-	atomic-tx|smallfiles) bss=$(echo ${BSS//,/ } | tr ' ' '\n' | grep -xE '4k|64k' |
-		paste -sd,) ;;
+	atomic-tx|smallfiles) bss=$(echo ${BSS//,/ } | tr ' ' '\n' |
+		grep -xE '4k|64k' | paste -sd,) ;;
 	esac
 	for mode in $modes; do
 		for bs in ${bss//,/ }; do

@@ -224,21 +224,22 @@ int main(int argc, char **argv)
 {
 	double seconds = atof(argv[argc - 1]);
 	const char *mode = argc > 1 ? argv[1] : "";
-	long n;
+	int big;
 
 	memset(buf, 0x5a, sizeof(buf));
 	if (argc < 5 || seconds <= 0)
 		goto usage;
-	if (!strcmp(mode, "precache") && argc == 6 &&
-	    (n = atol(argv[3])) > 0 && atol(argv[4]) > 0)
-		return precache(argv[2], n, atol(argv[4]), seconds);
+	if (!strcmp(mode, "precache") && argc == 6 && atol(argv[3]) > 0 &&
+	    atol(argv[4]) > 0)
+		return precache(argv[2], atol(argv[3]), atol(argv[4]), seconds);
 	if (strcmp(argv[3], "4k") && strcmp(argv[3], "64k"))
 		goto usage;
-	n = strcmp(argv[3], "64k") ? 4096 : 65536;
+	big = !strcmp(argv[3], "64k");
 	if (!strcmp(mode, "atomic") && argc == 5)
-		return atomic_tx(argv[2], n == 65536, seconds);
+		return atomic_tx(argv[2], big, seconds);
 	if (!strcmp(mode, "smallfiles") && argc == 6 && atol(argv[4]) > 0)
-		return small_files(argv[2], n, atol(argv[4]), seconds);
+		return small_files(argv[2], big ? 65536 : 4096, atol(argv[4]),
+				   seconds);
 usage:
 	fprintf(stderr, "usage: opbench atomic FILE 4k|64k SECONDS\n"
 		"       opbench smallfiles DIR 4k|64k FILES SECONDS\n"
