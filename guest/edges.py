@@ -885,6 +885,42 @@ def case_dirty_count(d):
           f"({lf} pages in large folios)")
 
 
+def case_dnode_span(d):
+    """Writeback of large folios whose blocks f2fs maps through more than
+    one node: the inode's own addresses end near block 900 and each direct
+    node maps 1018 blocks, so folios of any size from 16 KiB up cross a
+    node in a 12 MiB file.  All blocks dirty, then every other block, then
+    runs of three in seven; each time written back (sync_file_range),
+    dropped, read back from the disk, and every block at its own disk
+    address."""
+    size = 12 * MIB
+    nblk = size // 4096
+    f = File(os.path.join(d, "dnode-span"))
+    for off, bs in ((0, 2 * MIB), (2 * MIB, MIB), (3 * MIB, 64 * KIB)):
+        f.write(off, pattern(off, bs))
+    f.write(3 * MIB + 64 * KIB, pattern(3, size - 3 * MIB - 64 * KIB))
+    for what, dirty in (("all blocks", range(nblk)),
+                        ("every other block", range(1, nblk, 2)),
+                        ("three in seven", [b for b in range(nblk)
+                                            if b % 7 < 3])):
+        f.verify(f"{what}: before writeback (cached)")
+        lf = large_folios(f.path, f"{what}: cached file")
+        for b in dirty:
+            if what != "all blocks":
+                f.write(b * 4096 + 17, pattern(b * 31 + len(what), 4000))
+        write_back_and_drop(f, what)
+        f.verify(f"{what}: written back, read from disk")
+        phys = phys_blocks(f.path)
+        if len(phys) != nblk or len(set(phys.values())) != nblk:
+            raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
+                           f"{len(set(phys.values()))} disk blocks, want "
+                           f"{nblk} and {nblk}")
+        os.pread(f.fd, size, 0)                 # cached again, large
+    f.close()
+    print(f"dnode-span: {nblk} blocks in {lf} pages of large folios, "
+          "written back three ways")
+
+
 def case_collapse_race(d):
     """A reader copies from large folios straddling the offset of collapse
     and insert range while they run: it must see the data before or after
@@ -1200,7 +1236,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "verity-corrupt": case_verity_corrupt,
          "mkwrite": case_mkwrite, "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
-         "partial-read": case_partial_read, "gc-mark": case_gc_mark}
+         "partial-read": case_partial_read, "gc-mark": case_gc_mark,
+         "dnode-span": case_dnode_span}
 
 
 def main():

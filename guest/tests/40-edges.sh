@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Large folio edge cases (guest/edges.py): writes straddling folio and
 # block boundaries at every alignment, truncate and fallocate inside dirty
-# large folios, O_DIRECT beside cached dirty folios, foreground and
+# large folios, writeback of folios whose blocks span node blocks, O_DIRECT beside cached dirty folios, foreground and
 # background GC of files with cached folios (plain, fs-verity, encrypted),
 # fs-verity enabled over cached folios and corrupted blocks failing, mmap
 # stores racing with truncation, write faults on a full filesystem, reads
@@ -41,14 +41,15 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
-	collapse-race partial-read atomic atomic-cow atomic-gc atomic-pin
-	pressure"
+	dnode-span collapse-race partial-read atomic atomic-cow atomic-gc
+	atomic-pin pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
 		"straddle truncate punch gc gc-mark mmap mkwrite dirty-count
-		collapse-race partial-read atomic atomic-cow atomic-gc atomic-pin" \
+		dnode-span collapse-race partial-read atomic atomic-cow atomic-gc
+		atomic-pin" \
 		"$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
@@ -58,8 +59,8 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		dio mmap mkwrite dirty-count partial-read atomic atomic-cow atomic-gc
-		atomic-pin pressure" \
+		dio mmap mkwrite dirty-count dnode-span partial-read atomic
+		atomic-cow atomic-gc atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 controls && edges_one edges-xfs xfs "" "" \
