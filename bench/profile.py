@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Tables of a function profile taken by ./lab profile.
+
+usage: profile.py DIR
+       profile.py --cover DIR
+
+DIR holds raw/f2fs-{4k,lf}-{writeback,fsync}.txt, ftrace's trace_stat
+function files of each CPU concatenated, and meta.json.  For each mode,
+the functions that take the most time: calls and microseconds per MiB
+written, f2fs-4k and f2fs-lf, and first the f2fs-lf of the earlier profile
+that meta.json names as "against" (./lab profile --against), if any.  The time is the graph tracer's, children included, with the
+tracing overhead of every profiled call in it: compare it between
+columns, not with the bench.  Writes DIR/summary.md.  With --cover,
+prints the writeback table in plain text for the cover letter instead
+(./lab export puts it in place of @PROFILE:NAME@).
+"""
+import collections
+import json
+import os
+import re
+import sys
+
+MODES = {"writeback": "a new file written, then written back by sync "
+         "(the sync profiled)",
+         "fsync": "1 MiB writes to a new file, each followed by fsync"}
+UNIT = {"us": 1.0, "ms": 1e3, "s": 1e6}
+TOP = 25
+COVER_TOP = 14
+
+
+def load(path):
+    """{function: [calls, us]} summed over CPUs."""
+    d = collections.defaultdict(lambda: [0, 0.0])
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\s+(\S+)\s+(\d+)\s+([\d.]+) (us|ms|s)\s", line)
+            if m:
+                d[m.group(1)][0] += int(m.group(2))
+                d[m.group(1)][1] += float(m.group(3)) * UNIT[m.group(4)]
+    if not d:
+        sys.exit(f"{path}: no function profile in it")
+    return d
+
+
+def columns(d, label):
+    with open(os.path.join(d, "meta.json")) as f:
+        mib = json.load(f)["size_mib"]
+    cols = []
+    for v in ("4k", "lf"):
+        if label and v == "4k":
+            continue
+        name = f"{label} f2fs-{v}" if label else f"f2fs-{v}"
+        cols.append((name, mib, {m: load(os.path.join(
+            d, "raw", f"f2fs-{v}-{m}.txt")) for m in MODES}))
+    return cols
+
+
+def top(cols, mode, n):
+    """The n functions of mode with the most time in any column."""
+    names = set().union(*(c[2][mode] for c in cols))
+    return sorted(names, key=lambda f: -max(
+        c[2][mode][f][1] / c[1] if f in c[2][mode] else 0
+        for c in cols))[:n]
+
+
+def cells(cols, mode, f):
+    out = []
+    for _, mib, data in cols:
+        calls, us = data[mode].get(f, (0, 0.0))
+        out += [f"{calls / mib:.1f}", f"{us / mib:.0f}"]
+    return out
+
+
+def all_columns(d):
+    """DIR's columns, after those of the profile it is against."""
+    with open(os.path.join(d, "meta.json")) as f:
+        against = json.load(f).get("against")
+    cols = columns(d, None)
+    if against:
+        base = os.path.join(os.path.dirname(os.path.normpath(d)), against)
+        cols = columns(base, against) + cols
+    return cols
+
+
+def changed(cols, mode, us_min=100.0):
+    """Functions of mode with us_min us per MiB in some column whose calls
+    differ tenfold between two columns: what a change took away."""
+    out = []
+    for f in set().union(*(c[2][mode] for c in cols)):
+        calls = [c[2][mode].get(f, (0, 0.0))[0] / c[1] for c in cols]
+        us = [c[2][mode].get(f, (0, 0.0))[1] / c[1] for c in cols]
+        if max(us) >= us_min and max(calls) > 10 * min(calls):
+            out.append(f)
+    return out
+
+
+def cover(d):
+    """The writeback table, plain text: the functions with the most time,
+    then those whose calls changed."""
+    cols = all_columns(d)
+    names = top(cols, "writeback", COVER_TOP)
+    names += [f for f in top(cols, "writeback", 10 ** 6)
+              if f in changed(cols, "writeback") and f not in names]
+    head1 = ["per MiB written back"] + [c[0] for c in cols]
+    head2 = [""] + ["calls        us"] * len(cols)
+    w = [max(len(f) for f in names + [head1[0]])] + \
+        [max(len(c[0]), 16) for c in cols]
+    lines = ["  ".join(h.rjust(w[i]) if i else h.ljust(w[0])
+                       for i, h in enumerate(head1)),
+             "  ".join(h.rjust(w[i]) if i else h.ljust(w[0])
+                       for i, h in enumerate(head2))]
+    for f in names:
+        c = cells(cols, "writeback", f)
+        lines.append("  ".join([f.ljust(w[0])] + [
+            f"{c[2 * i]:>7} {c[2 * i + 1]:>8}".rjust(w[i + 1])
+            for i in range(len(cols))]))
+    print("\n".join(lines))
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--cover":
+        cover(sys.argv[2])
+        return
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)
+    d = sys.argv[1]
+    cols = all_columns(d)
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    out = [f"# Function profile: {meta['kernel']}", "",
+           f"ftrace function profiler, {meta['size_mib']} MiB per run, "
+           "QEMU -icount (time counts guest instructions); calls and "
+           "us per MiB written.  us is the graph tracer's time, children "
+           "included, tracing overhead included: compare columns, not "
+           "with the bench.", ""]
+    for m, what in MODES.items():
+        out += [f"## {m}: {what}", "",
+                "| function | " + " | ".join(f"{c[0]} calls | {c[0]} us"
+                                            for c in cols) + " |",
+                "|---|" + "---:|" * (2 * len(cols))]
+        for f in top(cols, m, TOP):
+            out.append(f"| {f} | " + " | ".join(cells(cols, m, f)) + " |")
+        out.append("")
+    text = "\n".join(out)
+    with open(os.path.join(d, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# ftrace's function profiler over f2fs's writeback of large and of order-0
+# folios (./lab profile; the prof kernel).  For each variant (f2fs-4k:
+# nolargefolio, f2fs-lf), on a fresh filesystem: a new file of
+# LAB_SIZE_MIB written with 1 MiB writes and then written back by sync,
+# the sync alone profiled (writeback); and the same writes each followed
+# by fsync, all profiled (fsync).  The profiler counts the calls of the
+# functions in FILTER and, with the graph tracer, their time including
+# children; bench/profile.py makes the tables.
+. /tmp/lab-repo/guest/lib.sh
+set -u
+SIZE=${LAB_SIZE_MIB:-64}
+T=/sys/kernel/tracing
+mountpoint -q $T || mount -t tracefs none $T
+[ -e $T/function_profile_enabled ] || {
+	echo "no function profiler in this kernel (the prof flavour has it)"
+	exit 1; }
+FILTER='f2fs_* __f2fs_* do_write_page set_summary __get_segment_type
+__submit_merged_bio __bio_alloc bio_add_folio _raw_spin_lock*
+down_read_trylock down_write up_read up_write __folio_start_writeback
+folio_end_writeback* filemap_get_folios_tag writeback_iter
+folio_clear_dirty_for_io __folio_mark_dirty balance_dirty_pages*'
+for f in $FILTER; do echo "$f" >> $T/set_ftrace_filter; done
+echo "$(wc -l < $T/set_ftrace_filter) functions profiled" > $OUT/filter.txt
+
+profile() {	# profile FILE CMD...: profile CMD, stats to FILE
+	echo 0 > $T/function_profile_enabled
+	echo 1 > $T/function_profile_enabled	# resets the counts
+	"${@:2}"
+	echo 0 > $T/function_profile_enabled
+	cat $T/trace_stat/function* > "$1"
+}
+
+write() {	# write FILE FIO-OPTIONS...
+	fio --name=w --filename="$1" --rw=write --bs=1M --size=${SIZE}M \
+		--ioengine=psync --output=/dev/null "${@:2}"
+}
+
+for v in 4k lf; do
+	mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "$(variant_order $v)" || {
+		echo "f2fs-$v: mkfs/mount failed"; exit 1; }
+	say "profile f2fs-$v: writeback of $SIZE MiB"
+	sync
+	# held off while the file is written: the sync writes it all back
+	sysctl -q vm.dirty_writeback_centisecs=0 \
+		vm.dirty_expire_centisecs=360000 vm.dirty_background_ratio=90 \
+		vm.dirty_ratio=90
+	write $MNT/wb || exit 1
+	profile $OUT/f2fs-$v-writeback.txt sync
+	sysctl -q vm.dirty_writeback_centisecs=500 \
+		vm.dirty_expire_centisecs=3000 vm.dirty_background_ratio=10 \
+		vm.dirty_ratio=20
+	say "profile f2fs-$v: $SIZE MiB of fsync'd 1 MiB writes"
+	profile $OUT/f2fs-$v-fsync.txt write $MNT/fsync --fsync=1 || exit 1
+	folio-stat $MNT/fsync > $OUT/f2fs-$v-folios.txt
+	umount $MNT || exit 1
+	fsck_clean $DEV > /tmp/fsck.out || {
+		echo "f2fs-$v: fsck: $(head -2 /tmp/fsck.out)"; exit 1; }
+done
+echo "$SIZE" > $OUT/done
