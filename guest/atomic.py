@@ -13,6 +13,12 @@ Usage: atomic.py init FILE SEED       write the first version, fsync
                                       names, or after the next one (in
                                       flight when it was shut down): never
                                       a mix, never an aborted transaction
+       atomic.py abort-extend FILE    checkpoint a file, abort a transaction
+                                      that writes past its end, commit one
+                                      that does not
+       atomic.py abort-extend-check FILE
+                                      after a shutdown: the file holds the
+                                      committed transaction, at its size
 
 A transaction is F2FS_IOC_START_ATOMIC_WRITE (every seventh
 F2FS_IOC_START_ATOMIC_REPLACE, which starts from an empty file), a few 4 KiB
@@ -119,15 +125,59 @@ def cmd_check(path, seed, log):
     return 1
 
 
+ABORT_EXTEND_SIZE = MIB - 7 * KIB
+
+
+def abort_extend_model():
+    model = bytearray(pattern(7, ABORT_EXTEND_SIZE))
+    model[0:4 * KIB] = pattern(8, 4 * KIB)
+    return model
+
+
+def cmd_abort_extend(path):
+    """The aborted transaction's write covers whole blocks past EOF, which
+    a buffered write preallocates; the commit after it fsyncs the file."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.pwrite(fd, pattern(7, ABORT_EXTEND_SIZE), 0)
+    os.fsync(fd)
+    os.sync()                                   # a checkpoint
+    fcntl.ioctl(fd, START)
+    os.pwrite(fd, pattern(9, 64 * KIB), 5 * MIB // 4)
+    fcntl.ioctl(fd, ABORT)
+    fcntl.ioctl(fd, START)
+    os.pwrite(fd, pattern(8, 4 * KIB), 0)
+    fcntl.ioctl(fd, COMMIT)
+    os.close(fd)
+    return 0
+
+
+def cmd_abort_extend_check(path):
+    with open(path, "rb") as f:
+        got = f.read()
+    want = abort_extend_model()
+    if got == want:
+        print(f"the committed transaction, {len(got)} bytes")
+        return 0
+    if len(got) != len(want):
+        print(f"atomic: FAIL size {len(got)}, want {len(want)} (the "
+              f"aborted transaction wrote up to {5 * MIB // 4 + 64 * KIB})")
+    else:
+        i = next(i for i in range(len(got)) if got[i] != want[i])
+        print(f"atomic: FAIL first bad byte at {i}")
+    return 1
+
+
 def main():
     cmds = {"init": (cmd_init, 2), "run": (cmd_run, 3),
-            "check": (cmd_check, 3)}
+            "check": (cmd_check, 3), "abort-extend": (cmd_abort_extend, 1),
+            "abort-extend-check": (cmd_abort_extend_check, 1)}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds or \
             len(sys.argv) != 2 + cmds[sys.argv[1]][1]:
         sys.exit(__doc__)
     fn, _ = cmds[sys.argv[1]]
     args = sys.argv[2:]
-    args[1] = int(args[1])
+    if len(args) > 1:
+        args[1] = int(args[1])
     return fn(*args)
 
 

@@ -134,9 +134,38 @@ atomic_crash_one() {
 "the one in flight, the others the last acknowledged"
 }
 
+# atomic_abort_crash NAME ORDER: a transaction that wrote past EOF is
+# aborted, the next one commits (fsync), then a shutdown without
+# checkpoint: roll-forward recovery must give the committed file at its
+# size.  The aborted write's whole blocks past EOF were preallocated in the
+# file by the buffered write, and recovery grows a file to cover every
+# block its fsynced node maps or reserves.
+atomic_abort_crash() {
+	local name=$1 order=$2 err
+	mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "$order" || {
+		result FAIL "$name" "mkfs/mount failed"; return; }
+	/usr/bin/python3 $REPO/guest/atomic.py abort-extend $MNT/db || {
+		result FAIL "$name" "the transactions failed"; umount $MNT
+		return; }
+	xfs_io -x -c shutdown $MNT || {
+		result FAIL "$name" "shutdown failed"; return; }
+	umount $MNT && mount_fs f2fs $DEV $MNT "" "$order" || {
+		result FAIL "$name" "remount after the shutdown failed"; return; }
+	err=$(/usr/bin/python3 $REPO/guest/atomic.py abort-extend-check \
+		$MNT/db 2>&1)
+	local rc=$?
+	umount $MNT
+	[ $rc = 0 ] || { result FAIL "$name" "$(echo "$err" | tail -1)"; return; }
+	fsck_clean $DEV > /tmp/fsck.out || {
+		result FAIL "$name" "fsck: $(head -2 /tmp/fsck.out | tr '\n' ' ')"
+		return; }
+	result PASS "$name" "$err"
+}
+
 ATOMIC_CRASHES=6
 [ "${LAB_FORM:-short}" = long ] && ATOMIC_CRASHES=40
 for v in $(f2fs_variants); do
+	atomic_abort_crash crash-atomic-abort-f2fs-$v "$(variant_order $v)"
 	atomic_crash_one crash-atomic-f2fs-$v "$(variant_order $v)"
 done
 if controls; then
