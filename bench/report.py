@@ -209,6 +209,10 @@ def tables(summary, meta):
           f"(xN.NN) = median ratio against {base} (f2fs-crypt-lf: "
           "against f2fs-crypt-4k, encrypted files with order-0 folios).",
           ""]
+    if meta.get("ipu_policy", "kernel") != "kernel":
+        md += [f"f2fs in-place update policy: {meta['ipu_policy']} (set "
+               "through sysfs after every mount; the mount's own on this "
+               "small volume is IPU_FORCE).", ""]
     for note in wl_notes({r["workload"] for r in summary}):
         md += [note, ""]
     if any(r["workload"].startswith("frag-") for r in summary):
