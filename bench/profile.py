@@ -9,8 +9,9 @@ DIR holds raw/f2fs-{4k,lf}-{writeback,fsync}.txt, ftrace's trace_stat
 function files of each CPU concatenated, and meta.json.  For each mode,
 the functions that take the most time: calls and microseconds per MiB
 written, f2fs-4k and f2fs-lf, and first the f2fs-lf of the earlier profile
-that meta.json names as "against" (./lab profile --against), if any.  The time is the graph tracer's, children included, with the
-tracing overhead of every profiled call in it: compare it between
+that meta.json names as "against" (./lab profile --against), if any.
+The time is the graph tracer's, children included, with the tracing
+overhead of every profiled call in it: compare it between
 columns, not with the bench.  Writes DIR/summary.md.  With --cover,
 prints the writeback table in plain text for the cover letter instead
 (./lab export puts it in place of @PROFILE:NAME@).
@@ -23,7 +24,9 @@ import sys
 
 MODES = {"writeback": "a new file written, then written back by sync "
          "(the sync profiled)",
-         "fsync": "1 MiB writes to a new file, each followed by fsync"}
+         "fsync": "1 MiB writes to a new file, each followed by fsync",
+         "overwrite": "the written-back file overwritten, then written back "
+         "by sync (the sync profiled) with IPU_FSYNC, out of place"}
 UNIT = {"us": 1.0, "ms": 1e3, "s": 1e6}
 TOP = 25
 COVER_TOP = 14
@@ -51,8 +54,11 @@ def columns(d, label):
         if label and v == "4k":
             continue
         name = f"{label} f2fs-{v}" if label else f"f2fs-{v}"
-        cols.append((name, mib, {m: load(os.path.join(
-            d, "raw", f"f2fs-{v}-{m}.txt")) for m in MODES}))
+        raw = {m: os.path.join(d, "raw", f"f2fs-{v}-{m}.txt")
+               for m in MODES}
+        # an earlier profile may lack a mode added since
+        cols.append((name, mib, {m: load(p) for m, p in raw.items()
+                                 if os.path.exists(p)}))
     return cols
 
 
@@ -135,12 +141,15 @@ def main():
            "included, tracing overhead included: compare columns, not "
            "with the bench.", ""]
     for m, what in MODES.items():
+        mc = [c for c in cols if m in c[2]]
+        if not mc:
+            continue
         out += [f"## {m}: {what}", "",
                 "| function | " + " | ".join(f"{c[0]} calls | {c[0]} us"
-                                            for c in cols) + " |",
-                "|---|" + "---:|" * (2 * len(cols))]
-        for f in top(cols, m, TOP):
-            out.append(f"| {f} | " + " | ".join(cells(cols, m, f)) + " |")
+                                            for c in mc) + " |",
+                "|---|" + "---:|" * (2 * len(mc))]
+        for f in top(mc, m, TOP):
+            out.append(f"| {f} | " + " | ".join(cells(mc, m, f)) + " |")
         out.append("")
     text = "\n".join(out)
     with open(os.path.join(d, "summary.md"), "w") as f:

@@ -5,9 +5,13 @@
 # nolargefolio, f2fs-lf), on a fresh filesystem: a new file of
 # LAB_SIZE_MIB written with 1 MiB writes and then written back by sync,
 # the sync alone profiled (writeback); and the same writes each followed
-# by fsync, all profiled (fsync).  The profiler counts the calls of the
-# functions in FILTER and, with the graph tracer, their time including
-# children; bench/profile.py makes the tables.
+# by fsync, all profiled (fsync); and the written-back file overwritten
+# with 1 MiB writes, then written back by sync, the sync profiled, with
+# f2fs's in-place update policy set to IPU_FSYNC, so that writeback writes
+# the blocks out of place as on a phone's /data, not in place as the
+# policy of this small volume would (overwrite).  The profiler counts the
+# calls of the functions in FILTER and, with the graph tracer, their time
+# including children; bench/profile.py makes the tables.
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -20,8 +24,11 @@ FILTER='f2fs_* __f2fs_* do_write_page set_summary __get_segment_type
 __submit_merged_bio __bio_alloc bio_add_folio _raw_spin_lock*
 down_read_trylock down_write up_read up_write __folio_start_writeback
 folio_end_writeback* filemap_get_folios_tag writeback_iter
-folio_clear_dirty_for_io __folio_mark_dirty balance_dirty_pages*'
-for f in $FILTER; do echo "$f" >> $T/set_ftrace_filter; done
+folio_clear_dirty_for_io __folio_mark_dirty balance_dirty_pages*
+update_sit_entry locate_dirty_segment __mark_sit_entry_dirty
+__insert_extent_tree __update_extent_tree_range __try_merge_extent_node'
+# a static function the compiler inlined has no entry: skipped
+for f in $FILTER; do echo "$f" >> $T/set_ftrace_filter 2> /dev/null; done
 echo "$(wc -l < $T/set_ftrace_filter) functions profiled" > $OUT/filter.txt
 
 profile() {	# profile FILE CMD...: profile CMD, stats to FILE
@@ -48,6 +55,13 @@ for v in 4k lf; do
 		vm.dirty_ratio=90
 	write $MNT/wb || exit 1
 	profile $OUT/f2fs-$v-writeback.txt sync
+	say "profile f2fs-$v: overwrite of $SIZE MiB, written back out of place"
+	ipu=/sys/fs/f2fs/$(basename $DEV)/ipu_policy
+	old=$(cat $ipu)
+	echo $(( 1 << 4 )) > $ipu || exit 1	# BIT(F2FS_IPU_FSYNC)
+	write $MNT/wb || exit 1
+	profile $OUT/f2fs-$v-overwrite.txt sync
+	echo "$old" > $ipu
 	sysctl -q vm.dirty_writeback_centisecs=500 \
 		vm.dirty_expire_centisecs=3000 vm.dirty_background_ratio=10 \
 		vm.dirty_ratio=20
