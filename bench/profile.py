@@ -3,7 +3,7 @@
 """Tables of a function profile taken by ./lab profile.
 
 usage: profile.py DIR
-       profile.py --cover DIR
+       profile.py --cover DIR [MODE]
 
 DIR holds raw/f2fs-{4k,lf}-{writeback,fsync}.txt, ftrace's trace_stat
 function files of each CPU concatenated, and meta.json.  For each mode,
@@ -13,8 +13,9 @@ that meta.json names as "against" (./lab profile --against), if any.
 The time is the graph tracer's, children included, with the tracing
 overhead of every profiled call in it: compare it between
 columns, not with the bench.  Writes DIR/summary.md.  With --cover,
-prints the writeback table in plain text for the cover letter instead
-(./lab export puts it in place of @PROFILE:NAME@).
+prints the table of MODE (default writeback) in plain text for the cover
+letter instead (./lab export puts it in place of @PROFILE:NAME@ or
+@PROFILE:NAME:MODE@).
 """
 import collections
 import json
@@ -101,13 +102,17 @@ def changed(cols, mode, us_min=100.0):
     return out
 
 
-def cover(d):
-    """The writeback table, plain text: the functions with the most time,
+def cover(d, mode="writeback"):
+    """The table of mode, plain text: the functions with the most time,
     then those whose calls changed."""
-    cols = all_columns(d)
-    names = top(cols, "writeback", COVER_TOP)
-    names += [f for f in top(cols, "writeback", 10 ** 6)
-              if f in changed(cols, "writeback") and f not in names]
+    if mode not in MODES:
+        sys.exit(f"no mode {mode!r}: {', '.join(MODES)}")
+    cols = [c for c in all_columns(d) if mode in c[2]]
+    if not cols:
+        sys.exit(f"{d}: no {mode} profile in it")
+    names = top(cols, mode, COVER_TOP)
+    names += [f for f in top(cols, mode, 10 ** 6)
+              if f in changed(cols, mode) and f not in names]
     head1 = ["per MiB written back"] + [c[0] for c in cols]
     head2 = [""] + ["calls        us"] * len(cols)
     w = [max(len(f) for f in names + [head1[0]])] + \
@@ -117,7 +122,7 @@ def cover(d):
              "  ".join(h.rjust(w[i]) if i else h.ljust(w[0])
                        for i, h in enumerate(head2))]
     for f in names:
-        c = cells(cols, "writeback", f)
+        c = cells(cols, mode, f)
         lines.append("  ".join([f.ljust(w[0])] + [
             f"{c[2 * i]:>7} {c[2 * i + 1]:>8}".rjust(w[i + 1])
             for i in range(len(cols))]))
@@ -125,8 +130,8 @@ def cover(d):
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--cover":
-        cover(sys.argv[2])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--cover":
+        cover(*sys.argv[2:])
         return
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.exit(__doc__)
