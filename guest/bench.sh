@@ -78,25 +78,15 @@ dir_of() {
 	case $1 in f2fs-crypt-*) echo $MNT/enc ;; *) echo $MNT ;; esac
 }
 
-# ipu_policy: set f2fs's in-place update policy to $LAB_IPU_POLICY (a
-# bitmap of F2FS_IPU_*; ./lab bench --ipu-policy) after a mount, which
-# picks its own; nothing when it is empty.
-ipu_policy() {
-	[ -n "${LAB_IPU_POLICY:-}" ] || return 0
-	local f=/sys/fs/f2fs/$(basename $DEV)/ipu_policy
-	echo "$LAB_IPU_POLICY" > $f && [ "$(cat $f)" = "$LAB_IPU_POLICY" ] || {
-		echo "cannot set ipu_policy $LAB_IPU_POLICY in $f" >&2
-		return 1
-	}
-}
-
 # mnt NAME: mount configuration NAME's filesystem at $MNT.
 mnt() {
 	case $1 in
 	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
 	f2fs-crypt-*) mount_fs f2fs $DEV $MNT inlinecrypt "$(order_of "$1")" &&
-		ipu_policy && crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
-	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(order_of "$1")" && ipu_policy ;;
+		ipu_policy "${LAB_IPU_POLICY:-}" &&
+		crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
+	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(order_of "$1")" &&
+		ipu_policy "${LAB_IPU_POLICY:-}" ;;
 	*) mount_fs "$1" $DEV $MNT "" "" ;;
 	esac
 }

@@ -73,6 +73,18 @@ f2fs_variants() {
 		case ${LAB_FOLIOS:-} in 4k|lf) echo "$LAB_FOLIOS" ;; *) echo "4k lf" ;; esac
 	fi
 }
+# ipu_policy [POLICY]: set the in-place update policy of the f2fs on $DEV
+# (a bitmap of F2FS_IPU_*; a mount picks its own) to POLICY, and check it
+# took; nothing when POLICY is empty.
+ipu_policy() {
+	[ -n "${1:-}" ] || return 0
+	local f=/sys/fs/f2fs/$(basename $DEV)/ipu_policy
+	echo "$1" > $f && [ "$(cat $f)" = "$1" ] || {
+		echo "cannot set ipu_policy $1 in $f" >&2
+		return 1
+	}
+}
+
 variant_order() { case $1 in 4k) echo 0 ;; *) echo "" ;; esac; }
 # Folio sizes a writable file gets in a variant: large only with the series.
 variant_folios() { case $1 in lf) echo large ;; *) echo small ;; esac; }

@@ -56,12 +56,11 @@ for v in 4k lf; do
 	write $MNT/wb || exit 1
 	profile $OUT/f2fs-$v-writeback.txt sync
 	say "profile f2fs-$v: overwrite of $SIZE MiB, written back out of place"
-	ipu=/sys/fs/f2fs/$(basename $DEV)/ipu_policy
-	old=$(cat $ipu)
-	echo $(( 1 << 4 )) > $ipu || exit 1	# BIT(F2FS_IPU_FSYNC)
+	old=$(cat /sys/fs/f2fs/$(basename $DEV)/ipu_policy)
+	ipu_policy $(( 1 << 4 )) || exit 1	# BIT(F2FS_IPU_FSYNC)
 	write $MNT/wb || exit 1
 	profile $OUT/f2fs-$v-overwrite.txt sync
-	echo "$old" > $ipu
+	ipu_policy "$old" || exit 1
 	sysctl -q vm.dirty_writeback_centisecs=500 \
 		vm.dirty_expire_centisecs=3000 vm.dirty_background_ratio=10 \
 		vm.dirty_ratio=20
