@@ -8,7 +8,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               dirty-count,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
-                              all)
+                              pin, swap, compress, inline, quota, all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -1218,6 +1218,409 @@ def case_partial_read(d):
           "large folios after the write")
 
 
+# The kinds of file that stay on order-0 folios (f2fs_may_use_large_folio():
+# compressed, pinned, swap and quota files), how a file becomes one with
+# its cache switched over, and inline data, which lives in an order-0 folio
+# at index 0 until it is converted.
+
+FS_IOC_GETFLAGS = 0x80086601
+FS_IOC_SETFLAGS = 0x40086602
+FS_COMPR_FL = 0x00000004
+FS_IOC_FSGETXATTR = 0x801c581f
+FS_IOC_FSSETXATTR = 0x401c5820
+FS_XFLAG_PROJINHERIT = 0x00000200
+F2FS_IOC_SET_PIN_FILE = 0x4004f50d
+F2FS_IOC_GET_COMPRESS_BLOCKS = 0x8008f511
+
+
+def folio_counts(path):
+    """(pages of path cached, of those in large folios): folio-stat."""
+    out = run(["folio-stat", path]).stdout
+    m = re.search(r"resident (\d+) pages, in large folios (\d+) pages", out)
+    if not m:
+        raise Mismatch(f"folio-stat {path}: no summary in {out!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def order0_folios(path, what):
+    """path must be cached (else the check proves nothing), and only in
+    order-0 folios, whatever the variant under test."""
+    resident, lf = folio_counts(path)
+    if not resident:
+        raise Mismatch(f"{what}: nothing cached to check the folios of")
+    if lf:
+        raise Mismatch(f"{what}: {lf} of {resident} cached pages in large "
+                       "folios, want order-0 folios only")
+    return resident
+
+
+def mount_options(d):
+    """The mount options of the filesystem d is on."""
+    mnt = os.path.realpath(d)
+    while not os.path.ismount(mnt):
+        mnt = os.path.dirname(mnt)
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if fields[1] == mnt:
+                return fields[3].split(",")
+    raise Mismatch(f"{d}: no mount at {mnt}")
+
+
+def get_flags(fd):
+    return struct.unpack("<i", fcntl.ioctl(fd, FS_IOC_GETFLAGS,
+                                           struct.pack("<i", 0)))[0]
+
+
+def set_flags(fd, flags):
+    fcntl.ioctl(fd, FS_IOC_SETFLAGS, struct.pack("<i", flags))
+
+
+def set_pin(fd, on):
+    fcntl.ioctl(fd, F2FS_IOC_SET_PIN_FILE, struct.pack("<I", on))
+
+
+def reopen(f):
+    """Close f, evict its inode (a cache drop with no reference left) and
+    open it again, so f2fs sets its folio orders up from the disk inode;
+    the data is read back into the cache and checked."""
+    os.close(f.fd)
+    drop_caches()
+    f.fd = os.open(f.path, os.O_RDWR)
+    f.verify(f"{os.path.basename(f.path)} loaded again")
+
+
+def case_pin(d):
+    """A pinned file (F2FS_IOC_SET_PIN_FILE: f2fs writes it in place, at
+    block addresses handed out, as Android does for files it maps by
+    address) uses order-0 folios: pinning an empty file switches its
+    mapping, and a pinned file loaded from the disk gets them too; unpinned
+    and loaded again, it uses large folios.  mode=lfs refuses to pin, and
+    the file keeps its large folios."""
+    lfs = "mode=lfs" in mount_options(d)
+    ctl = File(os.path.join(d, "pin-control"))
+    f = File(os.path.join(d, "pin"))
+    try:
+        set_pin(f.fd, 1)
+    except OSError as e:
+        if not (lfs and e.errno == errno.EINVAL):
+            raise Mismatch(f"F2FS_IOC_SET_PIN_FILE: {e.strerror}")
+    else:
+        if lfs:
+            raise Mismatch("F2FS_IOC_SET_PIN_FILE succeeded in lfs mode")
+    for g in (f, ctl):
+        # A pinned file gets its blocks, in whole sections, by fallocate.
+        os.posix_fallocate(g.fd, 0, 4 * MIB)
+        g.model.extend(bytes(4 * MIB - len(g.model)))
+        for i, (off, ln) in enumerate(((0, 2 * MIB), (2 * MIB + 5, MIB),
+                                       (3 * MIB - 4096, 64 * KIB + 3))):
+            g.write(off, pattern(300 + i, ln))
+        g.verify(f"{os.path.basename(g.path)} (cached)")
+    lf = large_folios(ctl.path, "an unpinned file written the same way")
+    if lfs:
+        large_folios(f.path, "a file lfs mode refused to pin")
+        ctl.verify_all("pin-control")
+        f.verify_all("a file lfs mode refused to pin")
+        print(f"pin: refused in lfs mode, the file kept its folios "
+              f"({lf} pages in large folios)")
+        ctl.close()
+        f.close()
+        return
+    n = order0_folios(f.path, "pinned file written")
+    f.verify_all("pinned file")
+    reopen(f)
+    order0_folios(f.path, "pinned file loaded again")
+    set_pin(f.fd, 0)
+    f.write(MIB, pattern(310, MIB))
+    f.verify_all("unpinned file")
+    reopen(f)
+    large_folios(f.path, "unpinned file loaded again")
+    ctl.verify_all("pin-control")
+    print(f"pin: {n} pages of the pinned file in order-0 folios, the same "
+          f"writes to a plain file {lf} in large folios; unpinned, large "
+          "again")
+    ctl.close()
+    f.close()
+
+
+def swap_header(npages):
+    """Page 0 of a swap area (what mkswap writes): version 1, the last
+    page, no bad pages, the SWAPSPACE2 magic at the end of the page."""
+    hdr = bytearray(4096)
+    hdr[1024:1036] = struct.pack("<III", 1, npages - 1, 0)
+    hdr[4086:4096] = b"SWAPSPACE2"
+    return bytes(hdr)
+
+
+def case_swap(d):
+    """swapon of a file cached in large folios, some of them dirty: f2fs
+    writes the file back, drops its cache and switches it to order-0
+    folios (swap reads and writes it by block address), migrates its blocks
+    to whole sections and pins it.  After swapoff the data is as written,
+    read through order-0 folios; swapoff unpins the file, so once loaded
+    again it has large folios.  mode=lfs refuses swap files and leaves the
+    file as it was."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    lfs = "mode=lfs" in mount_options(d)
+    size = 8 * MIB
+    f = File(os.path.join(d, "swap"))
+    f.write(0, pattern(320, size))
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify("swap file (cached)")
+    f.write(3 * MIB + 7, pattern(321, MIB))                 # dirty
+    f.write(0, swap_header(size // 4096))
+    os.fchmod(f.fd, 0o600)
+    lf = large_folios(f.path, "swap file before swapon")
+    if libc.swapon(f.path.encode(), 0):
+        e = ctypes.get_errno()
+        if not (lfs and e == errno.EINVAL):
+            raise Mismatch(f"swapon: {os.strerror(e)}")
+        large_folios(f.path, "a file lfs mode refused to swap on")
+        f.verify_all("a file lfs mode refused to swap on")
+        print(f"swap: refused in lfs mode, the file unchanged ({lf} pages "
+              "in large folios)")
+        f.close()
+        return
+    if lfs:
+        libc.swapoff(f.path.encode())
+        raise Mismatch("swapon succeeded in lfs mode")
+    if libc.swapoff(f.path.encode()):
+        raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
+    f.verify("swap file after swapoff")
+    n = order0_folios(f.path, "swap file after swapoff")
+    f.verify_all("swap file after swapoff")
+    # swapoff unpins it: loaded again, the file has large folios.
+    reopen(f)
+    lf2 = large_folios(f.path, "former swap file loaded again")
+    f.close()
+    print(f"swap: {lf} pages in large folios before swapon, {n} pages in "
+          f"order-0 folios after swapoff, {lf2} in large folios once "
+          "loaded again; data kept")
+
+
+def compress_blocks(fd):
+    return struct.unpack("<Q", fcntl.ioctl(
+        fd, F2FS_IOC_GET_COMPRESS_BLOCKS, struct.pack("<Q", 0)))[0]
+
+
+def case_compress(d):
+    """Compressed files keep order-0 folios (f2fs compresses clusters of
+    order-0 pages): a file made compressed (FS_COMPR_FL, which f2fs takes
+    on files without blocks only) while its holes are cached, and a file
+    inheriting the flag from its directory.  The data must compress (so
+    that it went through the compressed paths), read back right cached and
+    from the disk, while a plain file written the same way uses large
+    folios."""
+    ctl = File(os.path.join(d, "compress-control"))
+    f = File(os.path.join(d, "compress"))
+    # A file without blocks, its holes cached (in large folios, which
+    # folio-stat cannot show here: f2fs refuses to compress a file that was
+    # ever mapped), then made compressed, which drops them.
+    f.truncate(2 * MIB)
+    f.verify("sparse file before compression (cached)")
+    set_flags(f.fd, get_flags(f.fd) | FS_COMPR_FL)
+    os.mkdir(os.path.join(d, "cdir"))
+    fd = os.open(os.path.join(d, "cdir"), os.O_RDONLY)
+    set_flags(fd, get_flags(fd) | FS_COMPR_FL)
+    os.close(fd)
+    g = File(os.path.join(d, "cdir", "inherited"))
+    if not get_flags(g.fd) & FS_COMPR_FL:
+        raise Mismatch("a file in a compressed directory is not compressed")
+    # Each 4 KiB a KiB repeated: compresses within a cluster (16 KiB).
+    data = pattern(331, KIB) * (4 * MIB // KIB)
+    for h in (f, g, ctl):
+        for off in range(0, len(data), MIB):
+            h.write(off, data[off:off + MIB])
+        h.write(MIB + 100, pattern(332, 300 * KIB))         # incompressible
+        h.write(3 * MIB - 1, b"\x07" * 2)
+        h.verify(f"{os.path.basename(h.path)} (cached)")
+    lf = large_folios(ctl.path, "a plain file written the same way")
+    n = order0_folios(f.path, "file made compressed")
+    order0_folios(g.path, "file compressed from its directory")
+    for h in (f, g, ctl):
+        h.verify_all(os.path.basename(h.path))
+    cb = compress_blocks(f.fd), compress_blocks(g.fd)
+    if not all(cb):
+        raise Mismatch(f"compressed blocks {cb}: the data was not "
+                       "compressed")
+    for h in (f, g):
+        reopen(h)
+        order0_folios(h.path, f"{os.path.basename(h.path)} loaded again")
+    for h in (f, g, ctl):
+        h.close()
+    print(f"compress: {n} pages in order-0 folios, {cb[0]} and {cb[1]} "
+          f"blocks saved; the plain file {lf} pages in large folios")
+
+
+def is_inline(path):
+    """Whether path's data is inline: fiemap's flags of its extents
+    (filefrag -v; the path itself may well contain the word)."""
+    out = run(["filefrag", "-v", path]).stdout
+    flags = re.findall(r"^\s*\d+:.*:\s+(\S+)$", out, re.M)
+    return any("inline" in x.split(",") for x in flags)
+
+
+def case_inline(d):
+    """Inline data (a small file kept in its inode) is read into and
+    converted from the order-0 folio at index 0, by a write past the
+    inline area and by a write fault; the file then takes large folios
+    beyond that block."""
+    for how in ("write", "fault"):
+        f = File(os.path.join(d, f"inline-{how}"))
+        f.write(0, pattern(340, 100))
+        os.fsync(f.fd)
+        if not is_inline(f.path):
+            raise Mismatch(f"inline-{how}: 100 bytes not inline "
+                           "(filefrag shows no inline extent)")
+        drop_caches()
+        f.verify(f"inline-{how}: inline data read")
+        if how == "fault":
+            m = mmap.mmap(f.fd, 100, mmap.MAP_SHARED,
+                          mmap.PROT_READ | mmap.PROT_WRITE)
+            m[10:60] = pattern(341, 50)
+            f.model[10:60] = pattern(341, 50)
+            m.flush()
+            m.close()
+        f.write(50, pattern(342, 4 * MIB))
+        f.verify(f"inline-{how}: converted (cached)")
+        if is_inline(f.path):
+            raise Mismatch(f"inline-{how}: still inline after 4 MiB")
+        lf = large_folios(f.path, f"inline-{how}: after conversion")
+        f.verify_all(f"inline-{how}: converted")
+        f.close()
+    print(f"inline: converted by a write and by a write fault ({lf} pages "
+          "in large folios after)")
+
+
+QUOTA_ID = 1234
+
+
+def quota_usage(dev, qtype, qid):
+    """(bytes, inodes) charged to id qid of quota type qtype (0 user, 1
+    group, 2 project): quotactl(Q_GETQUOTA)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.quotactl.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
+                              ctypes.c_void_p]
+    buf = ctypes.create_string_buffer(72)
+    cmd = ((0x800007 << 8) | qtype) - (1 << 32)             # QCMD(Q_GETQUOTA)
+    if libc.quotactl(cmd, dev.encode(), qid, buf):
+        raise Mismatch(f"Q_GETQUOTA type {qtype} id {qid}: "
+                       f"{os.strerror(ctypes.get_errno())}")
+    v = struct.unpack("<8QI4x", buf.raw)
+    return v[2], v[5]
+
+
+def quota_expected(d, test):
+    """(bytes, inodes) of the files and directories under d for which
+    test(stat) holds."""
+    nbytes = inodes = 0
+    for root, dirs, files in os.walk(d):
+        for n in [root] + [os.path.join(root, x) for x in files]:
+            st = os.lstat(n)
+            if test(st):
+                # f2fs allocates whole blocks; its stat adds the size of
+                # inline data or dentries (less than a block) for du.
+                nbytes += st.st_blocks // 8 * 4096
+                inodes += 1
+    return nbytes, inodes
+
+
+def quota_check(d, dev, projid, what):
+    for qtype, name, test in (
+            (0, "user", lambda st: st.st_uid == QUOTA_ID),
+            (1, "group", lambda st: st.st_gid == QUOTA_ID)):
+        got = quota_usage(dev, qtype, QUOTA_ID)
+        want = quota_expected(d, test)
+        if got != want:
+            raise Mismatch(f"{what}: {name} quota charges (bytes, inodes) "
+                           f"{got}, the files have {want}")
+    got = quota_usage(dev, 2, projid)
+    want = quota_expected(os.path.join(d, "proj"), lambda st: True)
+    if got[0] != want[0]:
+        raise Mismatch(f"{what}: project quota charges {got[0]} bytes, "
+                       f"the project's files have {want[0]}")
+    return got
+
+
+def quota_writer(d, ops):
+    """As user and group QUOTA_ID: write, truncate and punch files in d,
+    checking what reads back, cached and after fsync and a drop of the
+    clean cache (no root for drop_caches here)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgid(QUOTA_ID)
+            os.setuid(QUOTA_ID)
+            for name, seed in ops:
+                f = File(os.path.join(d, name))
+                for i in range(4):
+                    f.write(i * MIB + i * 4097, pattern(seed + i, MIB))
+                f.write(6 * MIB, pattern(seed + 9, 5000))     # sparse
+                f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE,
+                            MIB - 100, 200 * KIB)
+                f.truncate(5 * MIB + 3)
+                f.verify(f"{name} (cached)")
+                os.fsync(f.fd)
+                os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                f.verify(f"{name} (after fsync and a cache drop)")
+                f.close()
+            code = 0
+        except (Mismatch, OSError) as e:
+            print(f"edges: FAIL quota writer: {e}", flush=True)
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if status:
+        raise Mismatch("the quota writer failed (see above)")
+    # Read back last, so cached by readahead (folio-stat needs root).
+    for name, _ in ops:
+        large_folios(os.path.join(d, name), f"{name}: written by user "
+                     f"{QUOTA_ID} and read back")
+
+
+def case_quota(d):
+    """Quota (mkfs -O quota,project_quota; usrquota, grpquota, prjquota,
+    as on Android's /data): the blocks that writes into large folios
+    reserve, that truncation and hole punching free, and that chown moves,
+    are charged to the user, group and project owning them: the charges
+    must equal the files' block counts, cached and after sync, and
+    fsck.f2fs, after the case, checks the quota files against the files.
+    f2fs reads and writes the quota files themselves through order-0
+    folios (f2fs_quota_file())."""
+    dev = mount_source(d)
+    qd = os.path.join(d, "quota")
+    os.mkdir(qd)
+    os.chmod(qd, 0o1777)
+    projid = 77
+    pd = os.path.join(qd, "proj")
+    os.mkdir(pd)
+    os.chmod(pd, 0o1777)
+    fd = os.open(pd, os.O_RDONLY)
+    xf, ext, nx, _, cow = struct.unpack("<5I8x", fcntl.ioctl(
+        fd, FS_IOC_FSGETXATTR, bytes(28)))
+    fcntl.ioctl(fd, FS_IOC_FSSETXATTR, struct.pack(
+        "<5I8x", xf | FS_XFLAG_PROJINHERIT, ext, nx, projid, cow))
+    os.close(fd)
+    quota_writer(qd, (("a", 350), ("proj/b", 360)))
+    before = quota_check(qd, dev, projid, "written")
+    # Files written by root, then given to the user: chown moves charges.
+    f, _ = cached_file(qd, "given", 370)
+    f.write(MIB + 1, pattern(371, 3 * MIB))                  # dirty
+    os.fchown(f.fd, QUOTA_ID, QUOTA_ID)
+    quota_check(qd, dev, projid, "after chown of a dirty file")
+    f.close()
+    os.sync()
+    quota_check(qd, dev, projid, "after sync")
+    quota_writer(qd, (("a", 380), ("proj/c", 390)))
+    drop_caches()
+    got = quota_check(qd, dev, projid, "after rewriting and a cache drop")
+    print(f"quota: user, group and project charges match the files; "
+          f"project {projid}: {before[0]} then {got[0]} bytes")
+
+
 def run(cmd, ok_fail=False):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode and not ok_fail:
@@ -1237,7 +1640,9 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "mkwrite": case_mkwrite, "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
-         "dnode-span": case_dnode_span}
+         "dnode-span": case_dnode_span, "pin": case_pin,
+         "swap": case_swap, "compress": case_compress,
+         "inline": case_inline, "quota": case_quota}
 
 
 def main():

@@ -32,6 +32,7 @@ mkfs_fs() {
 	f2fs) mkfs.f2fs -q -f "$2" ;;
 	f2fs-compress) mkfs.f2fs -q -f -O extra_attr,compression "$2" ;;
 	f2fs-crypt) mkfs.f2fs -q -f -O encrypt "$2" ;;
+	f2fs-quota) mkfs.f2fs -q -f -O extra_attr,quota,project_quota "$2" ;;
 	f2fs-verity) mkfs.f2fs -q -f -O extra_attr,verity "$2" ;;
 	ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$2" ;;
 	xfs) mkfs.xfs -q -f "$2" ;;

@@ -8,8 +8,10 @@
 # stores racing with truncation, write faults on a full filesystem, reads
 # racing collapse and insert range, atomic writes over cached large folios
 # (commit and abort, partial blocks read from the COW inode or the file,
-# GC of staged blocks, a page pinned across the start), and reclaim under
-# memory pressure.  xfs is the control.
+# GC of staged blocks, a page pinned across the start), inline data
+# converted, the files that keep order-0 folios (pinned, swap, compressed,
+# quota) and a file's switch to them, and reclaim under memory pressure.
+# xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 # edges_one NAME FS OPTS ORDER CASES [FOLIOS] [POLICY]: the cases on a fresh
@@ -42,15 +44,22 @@ edges_one() {
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
 	dnode-span collapse-race partial-read atomic atomic-cow atomic-gc
-	atomic-pin pressure"
+	atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
 		"straddle truncate punch gc gc-mark mmap mkwrite dirty-count
 		dnode-span collapse-race partial-read atomic atomic-cow atomic-gc
-		atomic-pin" \
+		atomic-pin inline pin swap" \
 		"$(variant_folios $v)"
+	# Files that keep order-0 folios: compressed ones, and the quota files
+	# (fsck checks them against the files the cases wrote).
+	edges_one "edges-f2fs-compress-$v" f2fs-compress "" \
+		"$(variant_order $v)" "compress" "$(variant_folios $v)"
+	edges_one "edges-f2fs-quota-$v" f2fs-quota \
+		"usrquota,grpquota,prjquota" "$(variant_order $v)" \
+		"quota straddle truncate punch dio gc" "$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
 		"verity-gc verity-read verity-corrupt" "$(variant_folios $v)"
