@@ -282,11 +282,7 @@ def large_folios(path, what, rng=()):
     range (offset, length) if given), checked against what the variant
     under test gives (EDGES_FOLIOS: large or small; unchecked when
     unset)."""
-    out = run(["folio-stat", path] + [str(x) for x in rng]).stdout
-    m = re.search(r"in large folios (\d+) pages", out)
-    if not m:
-        raise Mismatch(f"folio-stat {path}: no summary in {out!r}")
-    lf = int(m.group(1))
+    lf = folio_counts(path, rng)[1]
     want = os.environ.get("EDGES_FOLIOS")
     if (want == "large" and not lf) or (want == "small" and lf):
         raise Mismatch(f"{what}: want {want} folios, {lf} pages are in "
@@ -576,18 +572,23 @@ def iostat_mapped(d):
     return iostat_bytes(d, "WRITE", "app mapped data")
 
 
-def mount_source(d):
-    """The device of the filesystem d is on (d may be a directory in it,
-    e.g. an encrypted one)."""
+def mount_entry(d):
+    """The /proc/mounts fields of the filesystem d is on (d may be a
+    directory in it, e.g. an encrypted one)."""
     mnt = os.path.realpath(d)
     while not os.path.ismount(mnt):
         mnt = os.path.dirname(mnt)
     with open("/proc/mounts") as f:
         for line in f:
-            dev, m = line.split()[:2]
-            if m == mnt:
-                return dev
+            fields = line.split()
+            if fields[1] == mnt:
+                return fields
     raise Mismatch(f"{d}: no device mounted at {mnt}")
+
+
+def mount_source(d):
+    """The device of the filesystem d is on."""
+    return mount_entry(d)[0]
 
 
 def case_mkwrite(d):
@@ -1233,9 +1234,10 @@ F2FS_IOC_SET_PIN_FILE = 0x4004f50d
 F2FS_IOC_GET_COMPRESS_BLOCKS = 0x8008f511
 
 
-def folio_counts(path):
-    """(pages of path cached, of those in large folios): folio-stat."""
-    out = run(["folio-stat", path]).stdout
+def folio_counts(path, rng=()):
+    """(pages of path cached, of those in large folios): folio-stat, over
+    the range (offset, length) if given."""
+    out = run(["folio-stat", path] + [str(x) for x in rng]).stdout
     m = re.search(r"resident (\d+) pages, in large folios (\d+) pages", out)
     if not m:
         raise Mismatch(f"folio-stat {path}: no summary in {out!r}")
@@ -1256,15 +1258,7 @@ def order0_folios(path, what):
 
 def mount_options(d):
     """The mount options of the filesystem d is on."""
-    mnt = os.path.realpath(d)
-    while not os.path.ismount(mnt):
-        mnt = os.path.dirname(mnt)
-    with open("/proc/mounts") as f:
-        for line in f:
-            fields = line.split()
-            if fields[1] == mnt:
-                return fields[3].split(",")
-    raise Mismatch(f"{d}: no mount at {mnt}")
+    return mount_entry(d)[3].split(",")
 
 
 def get_flags(fd):
