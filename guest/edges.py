@@ -1304,8 +1304,11 @@ def case_pin(d):
             raise Mismatch("F2FS_IOC_SET_PIN_FILE succeeded in lfs mode")
     for g in (f, ctl):
         # A pinned file gets its blocks, in whole sections, by fallocate.
+        # f2fs maps them without zeroing them (F2FS_GET_BLOCK_PRE_DIO, the
+        # same without large folios), so they read as whatever the disk
+        # held; fill the file, as its user would, before the partial writes.
         os.posix_fallocate(g.fd, 0, 4 * MIB)
-        g.model.extend(bytes(4 * MIB - len(g.model)))
+        g.write(0, pattern(299, 4 * MIB))
         for i, (off, ln) in enumerate(((0, 2 * MIB), (2 * MIB + 5, MIB),
                                        (3 * MIB - 4096, 64 * KIB + 3))):
             g.write(off, pattern(300 + i, ln))
