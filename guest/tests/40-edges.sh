@@ -2,16 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0
 # Large folio edge cases (guest/edges.py): writes straddling folio and
 # block boundaries at every alignment, truncate and fallocate inside dirty
-# large folios, writeback of folios whose blocks span node blocks, O_DIRECT beside cached dirty folios, foreground and
-# background GC of files with cached folios (plain, fs-verity, encrypted),
-# fs-verity enabled over cached folios and corrupted blocks failing, mmap
-# stores racing with truncation, write faults on a full filesystem, reads
-# racing collapse and insert range, atomic writes over cached large folios
-# (commit and abort, partial blocks read from the COW inode or the file,
-# GC of staged blocks, a page pinned across the start), inline data
-# converted, the files that keep order-0 folios (pinned, swap, compressed,
-# quota) and a file's switch to them, and reclaim under memory pressure.
-# xfs is the control.
+# large folios, writeback of folios whose blocks span node blocks, the
+# read extent cache after writeback (direct reads), O_DIRECT beside cached
+# dirty folios, foreground and background GC of files with cached folios
+# (plain, fs-verity, encrypted), fs-verity enabled over cached folios and
+# corrupted blocks failing, mmap stores racing with truncation, write
+# faults on a full filesystem, reads racing collapse and insert range,
+# atomic writes over cached large folios (commit and abort, partial blocks
+# read from the COW inode or the file, GC of staged blocks, a page pinned
+# across the start), inline data converted, the files that keep order-0
+# folios (pinned, swap, compressed, quota) and a file's switch to them,
+# and reclaim under memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 # edges_one NAME FS OPTS ORDER CASES [FOLIOS] [POLICY]: the cases on a fresh
@@ -43,15 +44,15 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
-	dnode-span collapse-race partial-read atomic atomic-cow atomic-gc
-	atomic-pin inline pin swap pressure"
+	dnode-span extent collapse-race partial-read atomic atomic-cow
+	atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
 		"straddle truncate punch gc gc-mark mmap mkwrite dirty-count
-		dnode-span collapse-race partial-read atomic atomic-cow atomic-gc
-		atomic-pin inline pin swap" \
+		dnode-span extent collapse-race partial-read atomic atomic-cow
+		atomic-gc atomic-pin inline pin swap" \
 		"$(variant_folios $v)"
 	# Files that keep order-0 folios: compressed ones, and the quota files
 	# (fsck checks them against the files the cases wrote).
@@ -68,7 +69,7 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		dio mmap mkwrite dirty-count dnode-span partial-read atomic
+		dio mmap mkwrite dirty-count dnode-span extent partial-read atomic
 		atomic-cow atomic-gc atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
