@@ -499,16 +499,26 @@ def cover_lat(clock, idx, base, cells, crypt, others, ww):
 
 
 def main():
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return
     if len(sys.argv) == 3 and sys.argv[1] == "--cover":
-        with open(os.path.join(sys.argv[2], "summary.json")) as f:
+        path = os.path.join(sys.argv[2], "summary.json")
+        if not os.path.isfile(path):
+            sys.exit(f"report: no {path}: summarise the run first "
+                     f"(bench/report.py {sys.argv[2]})")
+        with open(path) as f:
             res = json.load(f)
         # the test kernel's debug options make its timings its own
         timed = "(test config)" not in (res.get("kernel") or "")
         print("\n".join(cover_tables(res["rows"], timed)).rstrip())
         return
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.exit("usage: report.py RESULTS_DIR | --cover RESULTS_DIR")
     resdir = sys.argv[1]
+    if not os.path.isfile(os.path.join(resdir, "meta.json")):
+        sys.exit(f"report: {resdir} is not a bench run (no meta.json); "
+                 "give a directory under bench/results/")
     with open(os.path.join(resdir, "meta.json")) as f:
         meta = json.load(f)
     rows = load(resdir)
