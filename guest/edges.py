@@ -5,7 +5,7 @@
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-gc, verity-read, verity-corrupt,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
-                              dirty-count,
+                              dirty-count, dnode-span, runs,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, inline, quota, all)
@@ -922,6 +922,52 @@ def case_dnode_span(d):
           "written back three ways")
 
 
+def case_runs(d):
+    """Writeback of the blocks of large folios in runs, one allocation and
+    one bio segment per run of dirty blocks, under a bio size cap: f2fs's
+    max_io_bytes at 12 KiB and 20 KiB (a run split into pieces of three
+    and five blocks, one block short of a whole piece), then unlimited.
+    Each time all blocks dirty, then every other block, then runs of five
+    in eleven; written back (sync_file_range), dropped, read back from the
+    disk, every block at its own disk address.  Under the mount options
+    that place blocks one by one (mode=fragment:block, age_extent_cache)
+    the same must hold."""
+    knob = f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}/max_io_bytes"
+    size = 6 * MIB
+    nblk = size // 4096
+    f = File(os.path.join(d, "runs"))
+    f.write(0, pattern(41, size))
+    n = 0
+    try:
+        for cap in (12 * KIB, 20 * KIB, 0):
+            with open(knob, "w") as k:
+                k.write(f"{cap}\n")
+            for what, dirty in (("all blocks", range(nblk)),
+                                ("every other block", range(1, nblk, 2)),
+                                ("five in eleven", [b for b in range(nblk)
+                                                    if b % 11 < 5])):
+                what = f"max_io_bytes {cap}, {what}"
+                f.verify(f"{what}: before writeback (cached)")
+                large_folios(f.path, f"{what}: cached file")
+                n += 1
+                for b in dirty:
+                    f.write(b * 4096, pattern(b * 7 + n, 4096))
+                write_back_and_drop(f, what)
+                f.verify(f"{what}: written back, read from disk")
+                phys = phys_blocks(f.path)
+                if len(phys) != nblk or len(set(phys.values())) != nblk:
+                    raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
+                                   f"{len(set(phys.values()))} disk "
+                                   f"blocks, want {nblk} and {nblk}")
+                os.pread(f.fd, size, 0)         # cached again, large
+    finally:
+        with open(knob, "w") as k:
+            k.write("0\n")
+    f.close()
+    print(f"runs: {nblk} blocks written back {n} ways, under bio size caps "
+          "of 12 KiB, 20 KiB and none")
+
+
 def case_collapse_race(d):
     """A reader copies from large folios straddling the offset of collapse
     and insert range while they run: it must see the data before or after
@@ -1691,7 +1737,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "mkwrite": case_mkwrite, "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
-         "dnode-span": case_dnode_span, "pin": case_pin,
+         "dnode-span": case_dnode_span, "runs": case_runs,
+         "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,
          "extent": case_extent}
