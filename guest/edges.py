@@ -886,6 +886,19 @@ def case_dirty_count(d):
           f"({lf} pages in large folios)")
 
 
+def written_back_apart(f, what, nblk):
+    """Write f back and drop its cache (write_back_and_drop()), check what
+    the disk gives back, and that each of its nblk blocks is at a disk
+    address of its own."""
+    write_back_and_drop(f, what)
+    f.verify(f"{what}: written back, read from disk")
+    phys = phys_blocks(f.path)
+    if len(phys) != nblk or len(set(phys.values())) != nblk:
+        raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
+                       f"{len(set(phys.values()))} disk blocks, want "
+                       f"{nblk} and {nblk}")
+
+
 def case_dnode_span(d):
     """Writeback of large folios whose blocks f2fs maps through more than
     one node: the inode's own addresses end near block 900 and each direct
@@ -909,13 +922,7 @@ def case_dnode_span(d):
         for b in dirty:
             if what != "all blocks":
                 f.write(b * 4096 + 17, pattern(b * 31 + len(what), 4000))
-        write_back_and_drop(f, what)
-        f.verify(f"{what}: written back, read from disk")
-        phys = phys_blocks(f.path)
-        if len(phys) != nblk or len(set(phys.values())) != nblk:
-            raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
-                           f"{len(set(phys.values()))} disk blocks, want "
-                           f"{nblk} and {nblk}")
+        written_back_apart(f, what, nblk)
         os.pread(f.fd, size, 0)                 # cached again, large
     f.close()
     print(f"dnode-span: {nblk} blocks in {lf} pages of large folios, "
@@ -952,13 +959,7 @@ def case_runs(d):
                 n += 1
                 for b in dirty:
                     f.write(b * 4096, pattern(b * 7 + n, 4096))
-                write_back_and_drop(f, what)
-                f.verify(f"{what}: written back, read from disk")
-                phys = phys_blocks(f.path)
-                if len(phys) != nblk or len(set(phys.values())) != nblk:
-                    raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
-                                   f"{len(set(phys.values()))} disk "
-                                   f"blocks, want {nblk} and {nblk}")
+                written_back_apart(f, what, nblk)
                 os.pread(f.fd, size, 0)         # cached again, large
     finally:
         with open(knob, "w") as k:
