@@ -90,13 +90,24 @@ variant_order() { case $1 in 4k) echo 0 ;; *) echo "" ;; esac; }
 # Folio sizes a writable file gets in a variant: large only with the series.
 variant_folios() { case $1 in lf) echo large ;; *) echo small ;; esac; }
 
+# The short form (./lab test, CI) runs the order-0 variant (4k) in f2fs's
+# default configuration only: the series changes what large folios meet,
+# and order-0 folios take the same paths in every configuration.  The full
+# form (./lab test --full) and the long form run every configuration with
+# both folio sizes.
+full_form() { [ "${LAB_FORM:-short}" != short ]; }
+# short_only V: whether variant V runs in the default configuration only.
+short_only() { [ "$1" = 4k ] && ! full_form; }
+
 # each_f2fs CMD PREFIX: run `CMD NAME f2fs OPTS ORDER` for every f2fs mode
-# (default, lfs, adaptive, or those LAB_MODES names) and folio variant.
+# (default, lfs, adaptive, or those LAB_MODES names) and folio variant
+# (the 4k variant in default mode only in the short form).
 each_f2fs() {
 	local v mode opts
 	for v in $(f2fs_variants); do
 		for mode in $(echo "${LAB_MODES:-default,lfs,adaptive}" | tr , ' '); do
 			[ $mode = crypt ] && continue	# see has_mode
+			short_only $v && [ $mode != default ] && continue
 			opts=""
 			[ $mode != default ] && opts="mode=$mode"
 			"$1" "$2-f2fs-$mode-$v" f2fs "$opts" "$(variant_order "$v")"
@@ -117,8 +128,10 @@ probe_knob() {
 	export LAB_HAS_KNOB
 }
 
-# Whether to run the ext4 and xfs controls (LAB_CONTROLS=0: no).
+# Whether to run the ext4 and xfs controls (LAB_CONTROLS=0: no); the long
+# ones (fx, edges) only in the full and long forms.
 controls() { [ "${LAB_CONTROLS:-1}" != 0 ]; }
+long_controls() { controls && full_form; }
 
 # File-based encryption as Android sets it up, with xfs_io: a raw key in the
 # filesystem's keyring and a policy on an empty directory.  POLICY is v1,

@@ -3,14 +3,14 @@
 # Integrity: the fx exerciser (random I/O against an in-memory model, with
 # cache drops and remounts) on f2fs in its three allocation modes, with 4K
 # and large folios when the kernel has the series, and on ext4 and xfs as
-# controls.  fsck.f2fs must find the image clean afterwards.
+# controls (full form).  fsck.f2fs must find the image clean afterwards.
 . /tmp/lab-repo/guest/lib.sh
 
-if [ "${LAB_FORM:-short}" = long ]; then
-	OPS=${LAB_FX_OPS:-1000000}
-else
-	OPS=${LAB_FX_OPS:-10000}
-fi
+case ${LAB_FORM:-short} in
+long) OPS=${LAB_FX_OPS:-1000000} ;;
+full) OPS=${LAB_FX_OPS:-10000} ;;
+*) OPS=${LAB_FX_OPS:-5000} ;;
+esac
 # The short form replays one seed so CI is repeatable; the long form and
 # `./lab test --seed N` explore others.
 if [ "${LAB_FORM:-short}" = long ]; then
@@ -88,7 +88,7 @@ else
 		done
 	done
 fi
-if controls; then
+if long_controls; then
 	run_one fx-ext4 ext4 "" ""
 	run_one fx-xfs xfs "" ""
 fi
