@@ -936,15 +936,22 @@ def case_runs(d):
     and five blocks, one block short of a whole piece), then unlimited.
     Each time all blocks dirty, then every other block, then runs of five
     in eleven; written back (sync_file_range), dropped, read back from the
-    disk, every block at its own disk address.  Under the mount options
-    that place blocks one by one (mode=fragment:block, age_extent_cache)
-    the same must hold."""
-    knob = f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}/max_io_bytes"
+    disk, every block at its own disk address.  Where f2fs updates
+    written blocks in place (IPU_FORCE, the policy of a small volume, and
+    not mode=lfs), the rewrites after the first writeback go in place in
+    runs too: then no block may have moved.  Under the mount options that
+    place blocks one by one (mode=fragment:block, age_extent_cache) the
+    same must hold."""
+    sysfs = f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}"
+    knob = f"{sysfs}/max_io_bytes"
+    with open(f"{sysfs}/ipu_policy") as p:
+        in_place = int(p.read()) & 1 and "mode=lfs" not in mount_options(d)
     size = 6 * MIB
     nblk = size // 4096
     f = File(os.path.join(d, "runs"))
     f.write(0, pattern(41, size))
     n = 0
+    before = None
     try:
         for cap in (12 * KIB, 20 * KIB, 0):
             with open(knob, "w") as k:
@@ -960,13 +967,24 @@ def case_runs(d):
                 for b in dirty:
                     f.write(b * 4096, pattern(b * 7 + n, 4096))
                 written_back_apart(f, what, nblk)
+                after = phys_blocks(f.path)
+                if in_place and before:
+                    moved = [b for b in range(nblk) if after[b] != before[b]]
+                    if moved:
+                        raise Mismatch(f"{what}: updated in place, but "
+                                       f"{len(moved)} blocks moved, the "
+                                       f"first {moved[0]}: "
+                                       f"{before[moved[0]]} -> "
+                                       f"{after[moved[0]]}")
+                before = after
                 os.pread(f.fd, size, 0)         # cached again, large
     finally:
         with open(knob, "w") as k:
             k.write("0\n")
     f.close()
     print(f"runs: {nblk} blocks written back {n} ways, under bio size caps "
-          "of 12 KiB, 20 KiB and none")
+          f"of 12 KiB, 20 KiB and none, "
+          f"{'in place' if in_place else 'out of place'}")
 
 
 def case_collapse_race(d):
