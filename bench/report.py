@@ -29,7 +29,7 @@ WL_ORDER = {w: i for i, w in enumerate((
     "rand-overwrite-cold", "mmap-write", "writers4", "frag-read",
     "frag-write", "atomic-tx", "smallfiles", "precache"))}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
-              "commit": 4}
+              "fdatasync": 4, "commit": 5}
 # The cells of guest/opbench.c's workloads count operations per second,
 # not MiB/s; WL_NOTES says so, and what some workloads do.
 OP_UNITS = {"atomic-tx": "tx/s", "smallfiles": "files/s",

@@ -11,6 +11,11 @@
 #   cache      writeback held off, no fsync: page cache cost only
 #   writeback  end_fsync: the time includes writing everything back
 #   fsync      fsync after every write, writeback held off
+# and overwrite also in a fourth:
+#   fdatasync  fdatasync after every write, writeback held off: SQLite's
+#              sync on Linux, for which f2fs updates blocks in place also
+#              under a phone's IPU_FSYNC policy (fsync does so only for a
+#              few dirty blocks, min_fsync_blocks)
 # rand-overwrite: 4 KiB random writes into a file cached by a read, in the
 # same three modes; rand-overwrite-cold: the same writes, fsync after each,
 # into the written file not cached, so every filesystem writes them into
@@ -230,6 +235,7 @@ one() {
 	writeback) writeback_on; extra="--end_fsync=1" ;;
 	commit) writeback_on ;;		# the commit syncs
 	fsync) writeback_off; extra="--fsync=1" ;;
+	fdatasync) writeback_off; extra="--fdatasync=1" ;;
 	*) writeback_off ;;
 	esac
 	files="--filename=$f"
@@ -282,6 +288,7 @@ for wl in ${WLS//,/ }; do
 	atomic-tx) modes="commit" ;;
 	smallfiles) modes="fsync" ;;
 	precache) modes="cold" ;;
+	overwrite) modes="cache writeback fsync fdatasync" ;;
 	*) modes="cache writeback fsync" ;;
 	esac
 	# The quick form (CI) proves the bench runs: one write mode will do.
