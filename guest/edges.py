@@ -889,7 +889,7 @@ def case_dirty_count(d):
 def written_back_apart(f, what, nblk):
     """Write f back and drop its cache (write_back_and_drop()), check what
     the disk gives back, and that each of its nblk blocks is at a disk
-    address of its own."""
+    address of its own; return {file block: disk block}."""
     write_back_and_drop(f, what)
     f.verify(f"{what}: written back, read from disk")
     phys = phys_blocks(f.path)
@@ -897,6 +897,7 @@ def written_back_apart(f, what, nblk):
         raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
                        f"{len(set(phys.values()))} disk blocks, want "
                        f"{nblk} and {nblk}")
+    return phys
 
 
 def case_dnode_span(d):
@@ -966,8 +967,7 @@ def case_runs(d):
                 n += 1
                 for b in dirty:
                     f.write(b * 4096, pattern(b * 7 + n, 4096))
-                written_back_apart(f, what, nblk)
-                after = phys_blocks(f.path)
+                after = written_back_apart(f, what, nblk)
                 if in_place and before:
                     moved = [b for b in range(nblk) if after[b] != before[b]]
                     if moved:
