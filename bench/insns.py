@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Kernel instructions per I/O, per function, from ./lab insns.
+
+insns.py RESULTS_DIR [SYSTEM_MAP]
+insns.py --cover RESULTS_DIR [WORKLOAD]
+
+With SYSTEM_MAP: folds the plugin's dumps in RESULTS_DIR/raw (tbcount.<hit>,
+one per marker hit; the last 2 x len(windows.txt) hits are the guest's, a
+window closing at every other one) into RESULTS_DIR/insns.json: per run,
+its kernel instructions per I/O; per workload and configuration, the
+median over its runs of each kernel function's instructions and calls per
+I/O (a block's instructions go to the symbol at or before its address; a
+call is an execution of the block at a symbol's address).  The dumps are
+removed.  Then, with or without SYSTEM_MAP, writes RESULTS_DIR/summary.md:
+per workload, total kernel instructions per I/O for f2fs-4k and f2fs-lf
+(median [min-max] over the runs), and the functions whose medians differ
+most.  --cover prints one workload's (rand-fsync's) as plain text for the
+cover letter.
+"""
+import bisect
+import collections
+import glob
+import json
+import os
+import statistics
+import sys
+
+TOP = 40
+COVER_TOP = 16
+KEEP = 1.0	# functions below this many instructions per I/O are dropped
+
+
+def symbols(path):
+    addr, name = [], []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 3 and p[1] in "tTwW":
+                addr.append(int(p[0], 16))
+                name.append(p[2])
+    order = sorted(range(len(addr)), key=addr.__getitem__)
+    return [addr[i] for i in order], [name[i] for i in order]
+
+
+def fold(d, smap):
+    raw = os.path.join(d, "raw")
+    with open(os.path.join(raw, "windows.txt")) as f:
+        wins = [line.split() for line in f if line.strip()]
+    dumps = sorted(glob.glob(os.path.join(raw, "tbcount.*")),
+                   key=lambda p: int(p.rsplit(".", 1)[1]))
+    if len(dumps) < 2 * len(wins):
+        sys.exit(f"{d}: {len(dumps)} plugin dumps for {len(wins)} windows")
+    ours = dumps[len(dumps) - 2 * len(wins):][1::2]
+    addr, name = symbols(smap)
+    runs = []
+    for (wl, cfg, rep, ios), path in zip(wins, ours):
+        ins, calls = collections.Counter(), collections.Counter()
+        with open(path) as f:
+            for line in f:
+                pc, n, execs = line.split()
+                pc, n, execs = int(pc, 16), int(n), int(execs)
+                i = bisect.bisect_right(addr, pc) - 1
+                fn = name[i] if i >= 0 else "?"
+                ins[fn] += n * execs
+                if i >= 0 and addr[i] == pc:
+                    calls[fn] += execs
+        ios = int(ios)
+        runs.append({"workload": wl, "config": cfg, "rep": int(rep),
+                     "ios": ios, "total": round(sum(ins.values()) / ios, 1),
+                     "funcs": {fn: (v / ios, calls[fn] / ios)
+                               for fn, v in ins.items()}})
+    with open(os.path.join(d, "insns.json"), "w") as f:
+        json.dump(medians(runs), f, separators=(",", ":"))
+    for p in dumps:
+        os.unlink(p)
+
+
+def medians(runs):
+    """The runs' totals, and per workload and configuration each function's
+    median instructions and calls per I/O over its runs (those with at
+    least KEEP instructions per I/O)."""
+    funcs = collections.defaultdict(dict)
+    for wl, cfg in dict.fromkeys((r["workload"], r["config"]) for r in runs):
+        rs = [r for r in runs if (r["workload"], r["config"]) == (wl, cfg)]
+        m = {}
+        for fn in set().union(*(r["funcs"] for r in rs)):
+            v = [r["funcs"].get(fn, (0, 0)) for r in rs]
+            ins = med([x[0] for x in v])
+            if ins >= KEEP:
+                m[fn] = [round(ins, 1), round(med([x[1] for x in v]), 3)]
+        funcs[wl][cfg] = m
+    return {"runs": [{k: r[k] for k in r if k != "funcs"} for r in runs],
+            "funcs": funcs}
+
+
+def med(xs):
+    return statistics.median(xs) if xs else 0.0
+
+
+def summary(d):
+    with open(os.path.join(d, "insns.json")) as f:
+        data = json.load(f)
+    runs = data["runs"]
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    cfgs = ["f2fs-4k", "f2fs-lf"]
+    out = [f"# Kernel instructions per I/O: {meta['kernel']}", "",
+           "QEMU TCG plugin bench/tbcount.c: every guest kernel instruction "
+           "executed during each fio run, attributed to the function it "
+           "lies in (System.map), per I/O (4 KiB, fsync after each).  "
+           "Under -icount this is the bench's clock: 1 ns per "
+           "instruction.  Runs interleaved in one boot, "
+           f"{meta['reps']} each; median [min-max].  Totals move between "
+           "runs with timer ticks and scheduling; the code paths a write "
+           "takes are the same every time, so their per-function counts "
+           "barely move.", ""]
+    for wl in dict.fromkeys(r["workload"] for r in runs):
+        rs = {c: [r for r in runs if r["workload"] == wl and r["config"] == c]
+              for c in cfgs}
+        tot = {c: sorted(r["total"] for r in rs[c]) for c in cfgs}
+        out += [f"## {wl}", "",
+                "| | " + " | ".join(cfgs) + " | lf - 4k |", "|---|---:|---:|---:|"]
+        cell = [f"{med(tot[c]):.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]"
+                for c in cfgs]
+        out.append(f"| kernel instructions per I/O | {cell[0]} | {cell[1]} "
+                   f"| {med(tot['f2fs-lf']) - med(tot['f2fs-4k']):+.0f} "
+                   f"(x{med(tot['f2fs-4k']) / med(tot['f2fs-lf']):.3f}) |")
+        out.append("")
+        fm = {c: {fn: tuple(v) for fn, v in data["funcs"][wl][c].items()}
+              for c in cfgs}
+        names = set(fm[cfgs[0]]) | set(fm[cfgs[1]])
+        zero = (0.0, 0.0)
+        names = sorted(names, key=lambda fn: -abs(
+            fm["f2fs-lf"].get(fn, zero)[0] - fm["f2fs-4k"].get(fn, zero)[0]))
+        out += ["Functions whose instructions per I/O differ most "
+                "(exclusive: callees count apart; calls per I/O in "
+                "parentheses):", "",
+                "| function | f2fs-4k | f2fs-lf | lf - 4k |",
+                "|---|---:|---:|---:|"]
+        for fn in names[:TOP]:
+            a, b = fm["f2fs-4k"].get(fn, zero), fm["f2fs-lf"].get(fn, zero)
+            out.append(f"| {fn} | {a[0]:.1f} ({a[1]:.2f}) | "
+                       f"{b[0]:.1f} ({b[1]:.2f}) | {b[0] - a[0]:+.1f} |")
+        out.append("")
+    with open(os.path.join(d, "summary.md"), "w") as f:
+        f.write("\n".join(out))
+
+
+def cover(d, wl="rand-fsync", top=COVER_TOP):
+    """Plain text for the cover letter: workload wl's totals, and its
+    functions whose instructions per I/O differ most."""
+    with open(os.path.join(d, "insns.json")) as f:
+        data = json.load(f)
+    if wl not in data["funcs"]:
+        sys.exit(f"{d}: no workload {wl!r} in it")
+    cfgs = ["f2fs-4k", "f2fs-lf"]
+    tot = {c: med([r["total"] for r in data["runs"]
+                   if r["workload"] == wl and r["config"] == c])
+           for c in cfgs}
+    fm = data["funcs"][wl]
+    zero = [0.0, 0.0]
+    names = sorted(set(fm[cfgs[0]]) | set(fm[cfgs[1]]), key=lambda fn: -abs(
+        fm[cfgs[1]].get(fn, zero)[0] - fm[cfgs[0]].get(fn, zero)[0]))[:top]
+    w = max(len(fn) for fn in names + ["kernel, in all"])
+    head = f"{'per write (calls)'.ljust(w)}  {'f2fs-4k':>14}  " \
+        f"{'f2fs-lf':>14}  {'lf - 4k':>8}"
+    lines = [head, f"{'kernel, in all'.ljust(w)}  {tot[cfgs[0]]:>14.0f}  "
+             f"{tot[cfgs[1]]:>14.0f}  {tot[cfgs[1]] - tot[cfgs[0]]:>+8.0f}"]
+    for fn in names:
+        a, b = fm[cfgs[0]].get(fn, zero), fm[cfgs[1]].get(fn, zero)
+        lines.append(f"{fn.ljust(w)}  {a[0]:>7.0f} ({a[1]:>4.1f})  "
+                     f"{b[0]:>7.0f} ({b[1]:>4.1f})  {b[0] - a[0]:>+8.0f}")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--cover":
+        cover(*sys.argv[2:])
+        sys.exit(0)
+    if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):
+        sys.exit(__doc__)
+    if len(sys.argv) == 3:
+        fold(sys.argv[1], sys.argv[2])
+    summary(sys.argv[1])

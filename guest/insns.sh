@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Guest side of ./lab insns: each workload run on f2fs with order-0 folios
+# (f2fs-4k) and with large folios (f2fs-lf), interleaved, LAB_REPS times,
+# each run bracketed by two sethostname() calls, the marker at which the
+# host's QEMU plugin (bench/tbcount.c) closes a window of counted
+# instructions.  $OUT/windows.txt lists the runs in order: workload,
+# variant, rep, I/Os.
+#   rand-fsync   4 KiB random overwrites of a file cached by a read, fsync
+#                after each (the bench's rand-overwrite fsync cell)
+#   write-fsync  4 KiB writes to a new file, fsync after each (write-new)
+. /tmp/lab-repo/guest/lib.sh
+set -u
+SIZE=${LAB_SIZE_MIB:-64}
+REPS=${LAB_REPS:-3}
+WLS=${LAB_WORKLOADS:-rand-fsync}
+: > $OUT/windows.txt
+
+up() {	# up VARIANT: a fresh f2fs
+	mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "$(variant_order $1)"
+}
+
+for wl in ${WLS//,/ }; do
+	for rep in $(seq 1 $REPS); do
+		for v in 4k lf; do
+			up $v || { echo "f2fs-$v: mkfs/mount failed"; exit 1; }
+			rw=write
+			case $wl in
+			rand-fsync)
+				rw=randwrite
+				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
+					-c fsync $MNT/f || exit 1
+				umount $MNT && echo 3 > /proc/sys/vm/drop_caches
+				mount_fs f2fs $DEV $MNT "" "$(variant_order $v)" ||
+					exit 1
+				cat $MNT/f > /dev/null ;;
+			write-fsync) ;;
+			*) echo "unknown workload $wl"; exit 1 ;;
+			esac
+			sysctl -q vm.dirty_writeback_centisecs=0 \
+				vm.dirty_expire_centisecs=360000 \
+				vm.dirty_background_ratio=90 vm.dirty_ratio=90
+			sync
+			hostname "$wl-$v-$rep"		# opens the window
+			fio --name=lab --filename=$MNT/f --rw=$rw --bs=4k \
+				--size=${SIZE}M --ioengine=psync --iodepth=1 \
+				--direct=0 --fallocate=none --invalidate=0 \
+				--fsync=1 --output-format=json > /tmp/fio.json
+			rc=$?
+			hostname lab			# closes it
+			[ $rc -eq 0 ] || { echo "$wl f2fs-$v: fio failed"; exit 1; }
+			ios=$(python3 -c 'import json,sys
+s = open(sys.argv[1]).read()	# fio may print notes first
+print(json.loads(s[s.index("{"):])["jobs"][0]["write"]["total_ios"])' \
+				/tmp/fio.json)
+			echo "$wl f2fs-$v $rep $ios" >> $OUT/windows.txt
+			say "insns: $wl f2fs-$v rep $rep/$REPS done"
+			umount $MNT || exit 1
+			sysctl -q vm.dirty_writeback_centisecs=500 \
+				vm.dirty_expire_centisecs=3000 \
+				vm.dirty_background_ratio=10 vm.dirty_ratio=20
+		done
+	done
+done
+echo ok > $OUT/done
