@@ -29,6 +29,8 @@ import sys
 TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
+CFGS = ["f2fs-4k", "f2fs-lf"]
+ZERO = (0.0, 0.0)
 
 
 def symbols(path):
@@ -98,13 +100,28 @@ def med(xs):
     return statistics.median(xs) if xs else 0.0
 
 
+def ranked(data, wl):
+    """Workload wl's totals per configuration, sorted, its functions'
+    (instructions, calls) per configuration, and the function names, those
+    whose instructions per I/O differ most first, ties by name."""
+    tot = {c: sorted(r["total"] for r in data["runs"]
+                     if r["workload"] == wl and r["config"] == c)
+           for c in CFGS}
+    fm = {c: {fn: tuple(v) for fn, v in data["funcs"][wl][c].items()}
+          for c in CFGS}
+    # ties by name: a set's order changes from run to run (hash seeds)
+    names = sorted(set(fm[CFGS[0]]) | set(fm[CFGS[1]]), key=lambda fn: (-abs(
+        fm[CFGS[1]].get(fn, ZERO)[0] - fm[CFGS[0]].get(fn, ZERO)[0]), fn))
+    return tot, fm, names
+
+
 def summary(d):
     with open(os.path.join(d, "insns.json")) as f:
         data = json.load(f)
     runs = data["runs"]
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
-    cfgs = ["f2fs-4k", "f2fs-lf"]
+    cfgs = CFGS
     out = [f"# Kernel instructions per I/O: {meta['kernel']}", "",
            "QEMU TCG plugin bench/tbcount.c: every guest kernel instruction "
            "executed during each fio run, attributed to the function it "
@@ -116,9 +133,7 @@ def summary(d):
            "takes are the same every time, so their per-function counts "
            "barely move.", ""]
     for wl in dict.fromkeys(r["workload"] for r in runs):
-        rs = {c: [r for r in runs if r["workload"] == wl and r["config"] == c]
-              for c in cfgs}
-        tot = {c: sorted(r["total"] for r in rs[c]) for c in cfgs}
+        tot, fm, names = ranked(data, wl)
         out += [f"## {wl}", "",
                 "| | " + " | ".join(cfgs) + " | lf - 4k |", "|---|---:|---:|---:|"]
         cell = [f"{med(tot[c]):.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]"
@@ -127,19 +142,13 @@ def summary(d):
                    f"| {med(tot['f2fs-lf']) - med(tot['f2fs-4k']):+.0f} "
                    f"(x{med(tot['f2fs-4k']) / med(tot['f2fs-lf']):.3f}) |")
         out.append("")
-        fm = {c: {fn: tuple(v) for fn, v in data["funcs"][wl][c].items()}
-              for c in cfgs}
-        names = set(fm[cfgs[0]]) | set(fm[cfgs[1]])
-        zero = (0.0, 0.0)
-        names = sorted(names, key=lambda fn: -abs(
-            fm["f2fs-lf"].get(fn, zero)[0] - fm["f2fs-4k"].get(fn, zero)[0]))
         out += ["Functions whose instructions per I/O differ most "
                 "(exclusive: callees count apart; calls per I/O in "
                 "parentheses):", "",
                 "| function | f2fs-4k | f2fs-lf | lf - 4k |",
                 "|---|---:|---:|---:|"]
         for fn in names[:TOP]:
-            a, b = fm["f2fs-4k"].get(fn, zero), fm["f2fs-lf"].get(fn, zero)
+            a, b = fm[cfgs[0]].get(fn, ZERO), fm[cfgs[1]].get(fn, ZERO)
             out.append(f"| {fn} | {a[0]:.1f} ({a[1]:.2f}) | "
                        f"{b[0]:.1f} ({b[1]:.2f}) | {b[0] - a[0]:+.1f} |")
         out.append("")
@@ -154,21 +163,17 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
         data = json.load(f)
     if wl not in data["funcs"]:
         sys.exit(f"{d}: no workload {wl!r} in it")
-    cfgs = ["f2fs-4k", "f2fs-lf"]
-    tot = {c: med([r["total"] for r in data["runs"]
-                   if r["workload"] == wl and r["config"] == c])
-           for c in cfgs}
-    fm = data["funcs"][wl]
-    zero = [0.0, 0.0]
-    names = sorted(set(fm[cfgs[0]]) | set(fm[cfgs[1]]), key=lambda fn: -abs(
-        fm[cfgs[1]].get(fn, zero)[0] - fm[cfgs[0]].get(fn, zero)[0]))[:top]
+    cfgs = CFGS
+    tot, fm, names = ranked(data, wl)
+    tot = {c: med(tot[c]) for c in cfgs}
+    names = names[:top]
     w = max(len(fn) for fn in names + ["kernel, in all"])
     head = f"{'per write (calls)'.ljust(w)}  {'f2fs-4k':>14}  " \
         f"{'f2fs-lf':>14}  {'lf - 4k':>8}"
     lines = [head, f"{'kernel, in all'.ljust(w)}  {tot[cfgs[0]]:>14.0f}  "
              f"{tot[cfgs[1]]:>14.0f}  {tot[cfgs[1]] - tot[cfgs[0]]:>+8.0f}"]
     for fn in names:
-        a, b = fm[cfgs[0]].get(fn, zero), fm[cfgs[1]].get(fn, zero)
+        a, b = fm[cfgs[0]].get(fn, ZERO), fm[cfgs[1]].get(fn, ZERO)
         lines.append(f"{fn.ljust(w)}  {a[0]:>7.0f} ({a[1]:>4.1f})  "
                      f"{b[0]:>7.0f} ({b[1]:>4.1f})  {b[0] - a[0]:>+8.0f}")
     print("\n".join(lines))

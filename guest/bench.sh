@@ -57,15 +57,6 @@ ROWS=$OUT/rows.jsonl
 : > "$ROWS"
 probe_knob
 
-writeback_on() {
-	sysctl -q vm.dirty_writeback_centisecs=500 vm.dirty_expire_centisecs=3000 \
-		vm.dirty_background_ratio=10 vm.dirty_ratio=20
-}
-writeback_off() {
-	sysctl -q vm.dirty_writeback_centisecs=0 vm.dirty_expire_centisecs=360000 \
-		vm.dirty_background_ratio=90 vm.dirty_ratio=90
-}
-
 # The folio order for configuration NAME: 0 (mount -o nolargefolio) for
 # f2fs-4k and f2fs-crypt-4k when the kernel has the series (upstream f2fs
 # is 4K for writable files anyway).

@@ -37,9 +37,7 @@ for wl in ${WLS//,/ }; do
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
-			sysctl -q vm.dirty_writeback_centisecs=0 \
-				vm.dirty_expire_centisecs=360000 \
-				vm.dirty_background_ratio=90 vm.dirty_ratio=90
+			writeback_off
 			sync
 			hostname "$wl-$v-$rep"		# opens the window
 			fio --name=lab --filename=$MNT/f --rw=$rw --bs=4k \
@@ -56,9 +54,7 @@ print(json.loads(s[s.index("{"):])["jobs"][0]["write"]["total_ios"])' \
 			echo "$wl f2fs-$v $rep $ios" >> $OUT/windows.txt
 			say "insns: $wl f2fs-$v rep $rep/$REPS done"
 			umount $MNT || exit 1
-			sysctl -q vm.dirty_writeback_centisecs=500 \
-				vm.dirty_expire_centisecs=3000 \
-				vm.dirty_background_ratio=10 vm.dirty_ratio=20
+			writeback_on
 		done
 	done
 done

@@ -90,6 +90,17 @@ variant_order() { case $1 in 4k) echo 0 ;; *) echo "" ;; esac; }
 # Folio sizes a writable file gets in a variant: large only with the series.
 variant_folios() { case $1 in lf) echo large ;; *) echo small ;; esac; }
 
+# Background writeback as the kernel's defaults have it, or held off so that
+# only the fsync, sync or end of a run writes the data back.
+writeback_on() {
+	sysctl -q vm.dirty_writeback_centisecs=500 vm.dirty_expire_centisecs=3000 \
+		vm.dirty_background_ratio=10 vm.dirty_ratio=20
+}
+writeback_off() {
+	sysctl -q vm.dirty_writeback_centisecs=0 vm.dirty_expire_centisecs=360000 \
+		vm.dirty_background_ratio=90 vm.dirty_ratio=90
+}
+
 # The short form (./lab test, CI) runs the order-0 variant (4k) in f2fs's
 # default configuration only: the series changes what large folios meet,
 # and order-0 folios take the same paths in every configuration.  The full

@@ -50,9 +50,7 @@ for v in 4k lf; do
 	say "profile f2fs-$v: writeback of $SIZE MiB"
 	sync
 	# held off while the file is written: the sync writes it all back
-	sysctl -q vm.dirty_writeback_centisecs=0 \
-		vm.dirty_expire_centisecs=360000 vm.dirty_background_ratio=90 \
-		vm.dirty_ratio=90
+	writeback_off
 	write $MNT/wb || exit 1
 	profile $OUT/f2fs-$v-writeback.txt sync
 	say "profile f2fs-$v: overwrite of $SIZE MiB, written back out of place"
@@ -61,9 +59,7 @@ for v in 4k lf; do
 	write $MNT/wb || exit 1
 	profile $OUT/f2fs-$v-overwrite.txt sync
 	ipu_policy "$old" || exit 1
-	sysctl -q vm.dirty_writeback_centisecs=500 \
-		vm.dirty_expire_centisecs=3000 vm.dirty_background_ratio=10 \
-		vm.dirty_ratio=20
+	writeback_on
 	say "profile f2fs-$v: $SIZE MiB of fsync'd 1 MiB writes"
 	profile $OUT/f2fs-$v-fsync.txt write $MNT/fsync --fsync=1 || exit 1
 	folio-stat $MNT/fsync > $OUT/f2fs-$v-folios.txt
