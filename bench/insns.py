@@ -14,8 +14,10 @@ I/O (a block's instructions go to the symbol at or before its address; a
 call is an execution of the block at a symbol's address).  The dumps are
 removed.  Then, with or without SYSTEM_MAP, writes RESULTS_DIR/summary.md:
 per workload, total kernel instructions per I/O for f2fs-4k and f2fs-lf
-(median [min-max] over the runs), and the functions whose medians differ
-most.  --cover prints one workload's (rand-fsync's) as plain text for the
+(median [min-max] over the runs), f2fs's share (the functions of fs/f2fs
+listed in RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes from
+the kernel's objects, and the bitmap helpers), and the functions whose
+medians differ most.  --cover prints one workload's (rand-fsync's) as plain text for the
 cover letter.
 """
 import bisect
@@ -30,6 +32,15 @@ TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
 CFGS = ["f2fs-4k", "f2fs-lf"]
+WORKLOADS = {	# what an I/O is (guest/insns.sh)
+    "rand-fsync": "a 4 KiB random overwrite of a cached file, and its fsync",
+    "write-fsync": "a 4 KiB write to a new file, and its fsync",
+    "write-1m": "a 1 MiB write to a new file, and its writeback (fio's "
+                "end_fsync)",
+    "mmap-write": "1 MiB written through a shared mapping of a cold file "
+                  "(read faults, then write faults; the copy itself is "
+                  "user space, not counted)",
+}
 ZERO = (0.0, 0.0)
 
 
@@ -96,6 +107,24 @@ def medians(runs):
             "funcs": funcs}
 
 
+def f2fs_share(d, fm):
+    """Per configuration, the instructions per I/O of f2fs's functions (those
+    of fs/f2fs in RESULTS_DIR/f2fs-functions.txt, or named f2fs or ffs_: a
+    function of an older build) and of the bitmap and find-bit helpers
+    they call; None without the list."""
+    path = os.path.join(d, "f2fs-functions.txt")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        ours = set(f.read().split())
+
+    def f2fs(fn):
+        return fn in ours or "f2fs" in fn or fn.startswith(
+            ("ffs_", "_find_", "__bitmap_"))
+    return {c: sum(v[0] for fn, v in fm[c].items() if f2fs(fn))
+            for c in CFGS}
+
+
 def med(xs):
     return statistics.median(xs) if xs else 0.0
 
@@ -125,7 +154,7 @@ def summary(d):
     out = [f"# Kernel instructions per I/O: {meta['kernel']}", "",
            "QEMU TCG plugin bench/tbcount.c: every guest kernel instruction "
            "executed during each fio run, attributed to the function it "
-           "lies in (System.map), per I/O (4 KiB, fsync after each).  "
+           "lies in (System.map), per I/O (what an I/O is: below).  "
            "Under -icount this is the bench's clock: 1 ns per "
            "instruction.  Runs interleaved in one boot, "
            f"{meta['reps']} each; median [min-max].  Totals move between "
@@ -134,13 +163,19 @@ def summary(d):
            "barely move.", ""]
     for wl in dict.fromkeys(r["workload"] for r in runs):
         tot, fm, names = ranked(data, wl)
-        out += [f"## {wl}", "",
+        out += [f"## {wl}", "", f"An I/O: {WORKLOADS.get(wl, wl)}.", "",
                 "| | " + " | ".join(cfgs) + " | lf - 4k |", "|---|---:|---:|---:|"]
         cell = [f"{med(tot[c]):.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]"
                 for c in cfgs]
         out.append(f"| kernel instructions per I/O | {cell[0]} | {cell[1]} "
                    f"| {med(tot['f2fs-lf']) - med(tot['f2fs-4k']):+.0f} "
                    f"(x{med(tot['f2fs-4k']) / med(tot['f2fs-lf']):.3f}) |")
+        share = f2fs_share(d, fm)
+        if share:
+            out.append("| of which f2fs's functions and their bitmap "
+                       f"helpers (sum of medians) | {share[cfgs[0]]:.0f} | "
+                       f"{share[cfgs[1]]:.0f} | "
+                       f"{share[cfgs[1]] - share[cfgs[0]]:+.0f} |")
         out.append("")
         out += ["Functions whose instructions per I/O differ most "
                 "(exclusive: callees count apart; calls per I/O in "
@@ -167,15 +202,32 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
     tot, fm, names = ranked(data, wl)
     tot = {c: med(tot[c]) for c in cfgs}
     names = names[:top]
-    w = max(len(fn) for fn in names + ["kernel, in all"])
-    head = f"{'per write (calls)'.ljust(w)}  {'f2fs-4k':>14}  " \
-        f"{'f2fs-lf':>14}  {'lf - 4k':>8}"
-    lines = [head, f"{'kernel, in all'.ljust(w)}  {tot[cfgs[0]]:>14.0f}  "
-             f"{tot[cfgs[1]]:>14.0f}  {tot[cfgs[1]] - tot[cfgs[0]]:>+8.0f}"]
+    w = max(len(fn) for fn in names + ["kernel, in all",
+                                       "f2fs, bitmap helpers"])
+    unit = "per MiB (calls)" if wl in ("write-1m", "mmap-write") \
+        else "per write (calls)"
+    w = max(w, len(unit))
+    cells = {fn: [fm[c].get(fn, ZERO) for c in cfgs] for fn in names}
+    nw = max([7] + [len(f"{v[0]:.0f}") for vs in cells.values()
+                    for v in vs])
+    cw = max([4] + [len(f"{v[1]:.1f}") for vs in cells.values()
+                    for v in vs])
+    cell = nw + cw + 3
+    dw = max(8, nw + 1)
+    head = f"{unit.ljust(w)}  {'f2fs-4k':>{cell}}  " \
+        f"{'f2fs-lf':>{cell}}  {'lf - 4k':>{dw}}"
+    rows = [("kernel, in all", tot[cfgs[0]], tot[cfgs[1]])]
+    share = f2fs_share(d, fm)
+    if share:
+        rows.append(("f2fs, bitmap helpers", share[cfgs[0]],
+                     share[cfgs[1]]))
+    lines = [head] + [f"{n.ljust(w)}  {a:>{cell}.0f}  {b:>{cell}.0f}  "
+                      f"{b - a:>+{dw}.0f}" for n, a, b in rows]
     for fn in names:
-        a, b = fm[cfgs[0]].get(fn, ZERO), fm[cfgs[1]].get(fn, ZERO)
-        lines.append(f"{fn.ljust(w)}  {a[0]:>7.0f} ({a[1]:>4.1f})  "
-                     f"{b[0]:>7.0f} ({b[1]:>4.1f})  {b[0] - a[0]:>+8.0f}")
+        a, b = cells[fn]
+        lines.append(f"{fn.ljust(w)}  {a[0]:>{nw}.0f} ({a[1]:>{cw}.1f})  "
+                     f"{b[0]:>{nw}.0f} ({b[1]:>{cw}.1f})  "
+                     f"{b[0] - a[0]:>+{dw}.0f}")
     print("\n".join(lines))
 
 

@@ -9,6 +9,12 @@
 #   rand-fsync   4 KiB random overwrites of a file cached by a read, fsync
 #                after each (the bench's rand-overwrite fsync cell)
 #   write-fsync  4 KiB writes to a new file, fsync after each (write-new)
+#   write-1m     1 MiB writes to a new file, written back at the end
+#                (end_fsync: the bench's write-new writeback 1M cell); an
+#                I/O is 1 MiB
+#   mmap-write   1 MiB writes through a shared mapping of a written file,
+#                cold cache: read faults, then write faults (the bench's
+#                mmap-write cache 1M cell); an I/O is 1 MiB
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -24,26 +30,31 @@ for wl in ${WLS//,/ }; do
 	for rep in $(seq 1 $REPS); do
 		for v in 4k lf; do
 			up $v || { echo "f2fs-$v: mkfs/mount failed"; exit 1; }
-			rw=write
+			rw=write bs=4k engine=psync sync=--fsync=1
 			case $wl in
-			rand-fsync)
-				rw=randwrite
+			rand-fsync|mmap-write)
 				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
 					-c fsync $MNT/f || exit 1
 				umount $MNT && echo 3 > /proc/sys/vm/drop_caches
 				mount_fs f2fs $DEV $MNT "" "$(variant_order $v)" ||
-					exit 1
+					exit 1 ;;
+			esac
+			case $wl in
+			rand-fsync)
+				rw=randwrite
 				cat $MNT/f > /dev/null ;;
+			mmap-write) bs=1M engine=mmap sync= ;;
+			write-1m) bs=1M sync=--end_fsync=1 ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
 			writeback_off
 			sync
 			hostname "$wl-$v-$rep"		# opens the window
-			fio --name=lab --filename=$MNT/f --rw=$rw --bs=4k \
-				--size=${SIZE}M --ioengine=psync --iodepth=1 \
+			fio --name=lab --filename=$MNT/f --rw=$rw --bs=$bs \
+				--size=${SIZE}M --ioengine=$engine --iodepth=1 \
 				--direct=0 --fallocate=none --invalidate=0 \
-				--fsync=1 --output-format=json > /tmp/fio.json
+				$sync --output-format=json > /tmp/fio.json
 			rc=$?
 			hostname lab			# closes it
 			[ $rc -eq 0 ] || { echo "$wl f2fs-$v: fio failed"; exit 1; }
