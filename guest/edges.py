@@ -5,7 +5,8 @@
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-gc, verity-read, verity-corrupt,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
-                              dirty-count, dnode-span, runs,
+                              dirty-count, dnode-span, runs, new-runs,
+                              extent,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, inline, quota, all)
@@ -987,6 +988,50 @@ def case_runs(d):
           f"{'in place' if in_place else 'out of place'}")
 
 
+def case_new_runs(d):
+    """Writeback of the blocks of new files' large folios, which have no
+    address yet (NEW_ADDR) and go out of place in runs taken at once:
+    every block of a 6 MiB file dirty; the same with six blocks in eleven
+    punched out while dirty (holes end a run); and a file whose first
+    128 KiB of each 256 KiB were written back before all of it is
+    written again, so that its folios hold written blocks before new
+    ones.  Each time written back (sync_file_range), dropped, read back
+    from the disk: every block with data at a disk address of its own,
+    the holes at none."""
+    size = 6 * MIB
+    nblk = size // 4096
+    for n, what in enumerate(("all new", "punched", "after written")):
+        f = File(os.path.join(d, "new-runs-" + what.replace(" ", "-")))
+        if what == "after written":
+            for b in range(0, nblk, 64):
+                f.write(b * 4096, pattern(b, 32 * 4096))
+            f.truncate(size)
+            write_back_and_drop(f, f"{what}: first halves")
+            os.pread(f.fd, size, 0)             # cached, large
+        f.write(0, pattern(70 + n, size))
+        holes = set()
+        if what == "punched":
+            for b in range(5, nblk, 11):
+                f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, b * 4096,
+                            min(6, nblk - b) * 4096)
+                holes.update(range(b, min(b + 6, nblk)))
+        f.verify(f"{what}: before writeback (cached)")
+        lf = large_folios(f.path, f"{what}: before writeback")
+        write_back_and_drop(f, what)
+        f.verify(f"{what}: written back, read from disk")
+        phys = phys_blocks(f.path)
+        want = set(range(nblk)) - holes
+        if set(phys) != want or len(set(phys.values())) != len(want):
+            odd = sorted(set(phys) ^ want)
+            raise Mismatch(f"{what}: {len(phys)} blocks mapped to "
+                           f"{len(set(phys.values()))} disk blocks, want "
+                           f"{len(want)} and {len(want)}"
+                           + (f", first odd block {odd[0]}" if odd else ""))
+        f.close()
+    print(f"new-runs: {nblk} blocks written back three ways, {lf} pages "
+          "of the last in large folios")
+
+
 def case_collapse_race(d):
     """A reader copies from large folios straddling the offset of collapse
     and insert range while they run: it must see the data before or after
@@ -1757,6 +1802,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "dnode-span": case_dnode_span, "runs": case_runs,
+         "new-runs": case_new_runs,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,

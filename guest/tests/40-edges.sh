@@ -4,8 +4,9 @@
 # block boundaries at every alignment, truncate and fallocate inside dirty
 # large folios, writeback of folios whose blocks span node blocks,
 # writeback in runs of blocks under a bio size cap and with block by
-# block allocation, the read extent cache after writeback (direct reads), O_DIRECT beside cached
-# dirty folios, foreground and background GC of files with cached folios
+# block allocation, of new files' blocks in runs (with holes, after
+# written blocks), the read extent cache after writeback (direct reads),
+# O_DIRECT beside cached dirty folios, foreground and background GC of files with cached folios
 # (plain, fs-verity, encrypted), fs-verity enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, write
 # faults on a full filesystem, reads racing collapse and insert range,
@@ -45,16 +46,16 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
-	dnode-span runs extent collapse-race partial-read atomic atomic-cow
-	atomic-gc atomic-pin inline pin swap pressure"
+	dnode-span runs new-runs extent collapse-race partial-read atomic
+	atomic-cow atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
 	short_only $v && continue	# lib.sh: full_form
 	# mode=lfs changes where blocks go (no SSR, no in-place updates, GC);
 	# the short form leaves out the cases of the fault and read side.
-	LFS="straddle truncate punch gc gc-mark dnode-span runs extent atomic
-		atomic-cow atomic-gc pin swap"
+	LFS="straddle truncate punch gc gc-mark dnode-span runs new-runs
+		extent atomic atomic-cow atomic-gc pin swap"
 	full_form && LFS="$LFS mmap mkwrite dirty-count collapse-race
 		partial-read atomic-pin inline"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
@@ -62,7 +63,7 @@ for v in $(f2fs_variants); do
 	# Block by block allocation: writeback places blocks one by one.
 	edges_one "edges-f2fs-oneby-$v" f2fs \
 		"mode=fragment:block,age_extent_cache" "$(variant_order $v)" \
-		"runs dnode-span straddle gc" "$(variant_folios $v)"
+		"runs new-runs dnode-span straddle gc" "$(variant_folios $v)"
 	# Files that keep order-0 folios: compressed ones, and the quota files
 	# (fsck checks them against the files the cases wrote).
 	edges_one "edges-f2fs-compress-$v" f2fs-compress "" \
@@ -78,8 +79,8 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		dio mmap mkwrite dirty-count dnode-span runs extent partial-read
-		atomic atomic-cow atomic-gc atomic-pin pressure" \
+		dio mmap mkwrite dirty-count dnode-span runs new-runs extent
+		partial-read atomic atomic-cow atomic-gc atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
