@@ -17,8 +17,8 @@ per workload, total kernel instructions per I/O for f2fs-4k and f2fs-lf
 (median [min-max] over the runs), f2fs's share (the functions of fs/f2fs
 listed in RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes from
 the kernel's objects, and the bitmap helpers), and the functions whose
-medians differ most.  --cover prints one workload's (rand-fsync's) as plain text for the
-cover letter.
+medians differ most.  --cover prints one workload's (rand-fsync's unless
+named) as plain text for the cover letter.
 """
 import bisect
 import collections
@@ -32,14 +32,15 @@ TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
 CFGS = ["f2fs-4k", "f2fs-lf"]
-WORKLOADS = {	# what an I/O is (guest/insns.sh)
-    "rand-fsync": "a 4 KiB random overwrite of a cached file, and its fsync",
-    "write-fsync": "a 4 KiB write to a new file, and its fsync",
-    "write-1m": "a 1 MiB write to a new file, and its writeback (fio's "
-                "end_fsync)",
-    "mmap-write": "1 MiB written through a shared mapping of a cold file "
-                  "(read faults, then write faults; the copy itself is "
-                  "user space, not counted)",
+WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
+    "rand-fsync": ("a 4 KiB random overwrite of a cached file, and its "
+                   "fsync", "write"),
+    "write-fsync": ("a 4 KiB write to a new file, and its fsync", "write"),
+    "write-1m": ("a 1 MiB write to a new file, and its writeback (fio's "
+                 "end_fsync)", "MiB"),
+    "mmap-write": ("1 MiB written through a shared mapping of a cold file "
+                   "(read faults, then write faults; the copy itself is "
+                   "user space, not counted)", "MiB"),
 }
 ZERO = (0.0, 0.0)
 
@@ -163,7 +164,7 @@ def summary(d):
            "barely move.", ""]
     for wl in dict.fromkeys(r["workload"] for r in runs):
         tot, fm, names = ranked(data, wl)
-        out += [f"## {wl}", "", f"An I/O: {WORKLOADS.get(wl, wl)}.", "",
+        out += [f"## {wl}", "", f"An I/O: {WORKLOADS.get(wl, (wl,))[0]}.", "",
                 "| | " + " | ".join(cfgs) + " | lf - 4k |", "|---|---:|---:|---:|"]
         cell = [f"{med(tot[c]):.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]"
                 for c in cfgs]
@@ -204,8 +205,7 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
     names = names[:top]
     w = max(len(fn) for fn in names + ["kernel, in all",
                                        "f2fs, bitmap helpers"])
-    unit = "per MiB (calls)" if wl in ("write-1m", "mmap-write") \
-        else "per write (calls)"
+    unit = f"per {WORKLOADS.get(wl, ('', 'I/O'))[1]} (calls)"
     w = max(w, len(unit))
     cells = {fn: [fm[c].get(fn, ZERO) for c in cfgs] for fn in names}
     nw = max([7] + [len(f"{v[0]:.0f}") for vs in cells.values()
