@@ -13,12 +13,15 @@ median over its runs of each kernel function's instructions and calls per
 I/O (a block's instructions go to the symbol at or before its address; a
 call is an execution of the block at a symbol's address).  The dumps are
 removed.  Then, with or without SYSTEM_MAP, writes RESULTS_DIR/summary.md:
-per workload, total kernel instructions per I/O for f2fs-4k and f2fs-lf
-(median [min-max] over the runs), f2fs's share (the functions of fs/f2fs
-listed in RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes from
-the kernel's objects, and the bitmap helpers), and the functions whose
-medians differ most.  --cover prints one workload's (rand-fsync's unless
-named) as plain text for the cover letter.
+per workload, total kernel instructions per I/O for each configuration
+(f2fs-4k, f2fs-lf, xfs: those run; median [min-max] over the runs), the
+filesystem's share (f2fs: the functions of fs/f2fs listed in
+RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes from the kernel's
+objects, and the bitmap helpers; xfs: those of fs/xfs and fs/iomap, in
+xfs-functions.txt), and, for f2fs-lf against each other configuration, the
+functions whose medians differ most.  --cover prints one workload's
+(rand-fsync's unless named; f2fs-lf against f2fs-4k, or against xfs when
+f2fs-4k did not run) as plain text for the cover letter.
 """
 import bisect
 import collections
@@ -31,7 +34,9 @@ import sys
 TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
-CFGS = ["f2fs-4k", "f2fs-lf"]
+CFGS = ["f2fs-4k", "f2fs-lf", "xfs"]	# in the order of the tables
+LF = "f2fs-lf"				# what the others are compared with
+SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs"}
 WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
     "rand-fsync": ("a 4 KiB random overwrite of a cached file, and its "
                    "fsync", "write"),
@@ -41,6 +46,8 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
     "mmap-write": ("1 MiB written through a shared mapping of a cold file "
                    "(read faults, then write faults; the copy itself is "
                    "user space, not counted)", "MiB"),
+    "overwrite-1m": ("a 1 MiB overwrite of a written, cold file, and its "
+                     "writeback (fio's end_fsync)", "MiB"),
 }
 ZERO = (0.0, 0.0)
 
@@ -108,40 +115,56 @@ def medians(runs):
             "funcs": funcs}
 
 
-def f2fs_share(d, fm):
-    """Per configuration, the instructions per I/O of f2fs's functions (those
-    of fs/f2fs in RESULTS_DIR/f2fs-functions.txt, or named f2fs or ffs_: a
-    function of an older build) and of the bitmap and find-bit helpers
-    they call; None without the list."""
-    path = os.path.join(d, "f2fs-functions.txt")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        ours = set(f.read().split())
+def fs_share(d, fm):
+    """Per configuration, the instructions per I/O of the filesystem's own
+    functions: for f2fs those of fs/f2fs in RESULTS_DIR/f2fs-functions.txt
+    (or named f2fs or ffs_: a function of an older build) and the bitmap
+    and find-bit helpers they call; for xfs those of fs/xfs and fs/iomap in
+    xfs-functions.txt.  None for a configuration without its list."""
+    lists = {}
+    for fs in ("f2fs", "xfs"):
+        path = os.path.join(d, f"{fs}-functions.txt")
+        if os.path.exists(path):
+            with open(path) as f:
+                lists[fs] = set(f.read().split())
 
-    def f2fs(fn):
-        return fn in ours or "f2fs" in fn or fn.startswith(
+    def mine(fs, fn):
+        if fs == "xfs":
+            return fn in lists[fs]
+        return fn in lists[fs] or "f2fs" in fn or fn.startswith(
             ("ffs_", "_find_", "__bitmap_"))
-    return {c: sum(v[0] for fn, v in fm[c].items() if f2fs(fn))
-            for c in CFGS}
+    out = {}
+    for c in fm:
+        fs = c.split("-")[0]
+        out[c] = sum(v[0] for fn, v in fm[c].items() if mine(fs, fn)) \
+            if fs in lists else None
+    return out
 
 
 def med(xs):
     return statistics.median(xs) if xs else 0.0
 
 
-def ranked(data, wl):
+def configs(data, wl):
+    """The configurations workload wl ran in, in table order."""
+    have = {r["config"] for r in data["runs"] if r["workload"] == wl}
+    return [c for c in CFGS if c in have]
+
+
+def ranked(data, wl, base):
     """Workload wl's totals per configuration, sorted, its functions'
     (instructions, calls) per configuration, and the function names, those
-    whose instructions per I/O differ most first, ties by name."""
+    whose instructions per I/O differ most between f2fs-lf and base first,
+    ties by name."""
+    cfgs = configs(data, wl)
     tot = {c: sorted(r["total"] for r in data["runs"]
                      if r["workload"] == wl and r["config"] == c)
-           for c in CFGS}
+           for c in cfgs}
     fm = {c: {fn: tuple(v) for fn, v in data["funcs"][wl][c].items()}
-          for c in CFGS}
+          for c in cfgs}
     # ties by name: a set's order changes from run to run (hash seeds)
-    names = sorted(set(fm[CFGS[0]]) | set(fm[CFGS[1]]), key=lambda fn: (-abs(
-        fm[CFGS[1]].get(fn, ZERO)[0] - fm[CFGS[0]].get(fn, ZERO)[0]), fn))
+    names = sorted(set(fm[base]) | set(fm[LF]), key=lambda fn: (-abs(
+        fm[LF].get(fn, ZERO)[0] - fm[base].get(fn, ZERO)[0]), fn))
     return tot, fm, names
 
 
@@ -151,7 +174,6 @@ def summary(d):
     runs = data["runs"]
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
-    cfgs = CFGS
     out = [f"# Kernel instructions per I/O: {meta['kernel']}", "",
            "QEMU TCG plugin bench/tbcount.c: every guest kernel instruction "
            "executed during each fio run, attributed to the function it "
@@ -161,33 +183,44 @@ def summary(d):
            f"{meta['reps']} each; median [min-max].  Totals move between "
            "runs with timer ticks and scheduling; the code paths a write "
            "takes are the same every time, so their per-function counts "
-           "barely move.", ""]
+           "barely move.  The filesystem's functions: for f2fs those of "
+           "fs/f2fs and the bitmap helpers they call, for xfs those of "
+           "fs/xfs and fs/iomap.", ""]
     for wl in dict.fromkeys(r["workload"] for r in runs):
-        tot, fm, names = ranked(data, wl)
+        cfgs = configs(data, wl)
+        bases = [c for c in cfgs if c != LF]
+        if LF not in cfgs or not bases:
+            sys.exit(f"{d}: {wl} needs f2fs-lf and another configuration")
+        tot, fm, _ = ranked(data, wl, bases[0])
+        diffs = [f"lf - {SHORT[b]}" for b in bases]
         out += [f"## {wl}", "", f"An I/O: {WORKLOADS.get(wl, (wl,))[0]}.", "",
-                "| | " + " | ".join(cfgs) + " | lf - 4k |", "|---|---:|---:|---:|"]
-        cell = [f"{med(tot[c]):.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]"
-                for c in cfgs]
-        out.append(f"| kernel instructions per I/O | {cell[0]} | {cell[1]} "
-                   f"| {med(tot['f2fs-lf']) - med(tot['f2fs-4k']):+.0f} "
-                   f"(x{med(tot['f2fs-4k']) / med(tot['f2fs-lf']):.3f}) |")
-        share = f2fs_share(d, fm)
-        if share:
-            out.append("| of which f2fs's functions and their bitmap "
-                       f"helpers (sum of medians) | {share[cfgs[0]]:.0f} | "
-                       f"{share[cfgs[1]]:.0f} | "
-                       f"{share[cfgs[1]] - share[cfgs[0]]:+.0f} |")
+                "| | " + " | ".join(cfgs + diffs) + " |",
+                "|---|" + "---:|" * (len(cfgs) + len(diffs))]
+        m = {c: med(tot[c]) for c in cfgs}
+        out.append("| kernel instructions per I/O | " + " | ".join(
+            [f"{m[c]:.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]" for c in cfgs]
+            + [f"{m[LF] - m[b]:+.0f} (x{m[b] / m[LF]:.3f})" for b in bases])
+            + " |")
+        share = fs_share(d, fm)
+        if all(share[c] is not None for c in cfgs):
+            out.append("| of which the filesystem's functions (sum of "
+                       "medians) | " + " | ".join(
+                           [f"{share[c]:.0f}" for c in cfgs] +
+                           [f"{share[LF] - share[b]:+.0f}" for b in bases])
+                       + " |")
         out.append("")
-        out += ["Functions whose instructions per I/O differ most "
-                "(exclusive: callees count apart; calls per I/O in "
-                "parentheses):", "",
-                "| function | f2fs-4k | f2fs-lf | lf - 4k |",
-                "|---|---:|---:|---:|"]
-        for fn in names[:TOP]:
-            a, b = fm[cfgs[0]].get(fn, ZERO), fm[cfgs[1]].get(fn, ZERO)
-            out.append(f"| {fn} | {a[0]:.1f} ({a[1]:.2f}) | "
-                       f"{b[0]:.1f} ({b[1]:.2f}) | {b[0] - a[0]:+.1f} |")
-        out.append("")
+        for b in bases:
+            _, _, names = ranked(data, wl, b)
+            out += [f"Functions whose instructions per I/O differ most, "
+                    f"f2fs-lf against {b} (exclusive: callees count apart; "
+                    "calls per I/O in parentheses):", "",
+                    f"| function | {b} | f2fs-lf | lf - {SHORT[b]} |",
+                    "|---|---:|---:|---:|"]
+            for fn in names[:TOP]:
+                a, c = fm[b].get(fn, ZERO), fm[LF].get(fn, ZERO)
+                out.append(f"| {fn} | {a[0]:.1f} ({a[1]:.2f}) | "
+                           f"{c[0]:.1f} ({c[1]:.2f}) | {c[0] - a[0]:+.1f} |")
+            out.append("")
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write("\n".join(out))
 
@@ -199,8 +232,12 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
         data = json.load(f)
     if wl not in data["funcs"]:
         sys.exit(f"{d}: no workload {wl!r} in it")
-    cfgs = CFGS
-    tot, fm, names = ranked(data, wl)
+    have = configs(data, wl)
+    base = "f2fs-4k" if "f2fs-4k" in have else "xfs"
+    if LF not in have or base not in have:
+        sys.exit(f"{d}: {wl} needs f2fs-lf and another configuration")
+    cfgs = [base, LF]
+    tot, fm, names = ranked(data, wl, base)
     tot = {c: med(tot[c]) for c in cfgs}
     names = names[:top]
     w = max(len(fn) for fn in names + ["kernel, in all",
@@ -214,13 +251,13 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
                     for v in vs])
     cell = nw + cw + 3
     dw = max(8, nw + 1)
-    head = f"{unit.ljust(w)}  {'f2fs-4k':>{cell}}  " \
-        f"{'f2fs-lf':>{cell}}  {'lf - 4k':>{dw}}"
+    head = f"{unit.ljust(w)}  {base:>{cell}}  " \
+        f"{LF:>{cell}}  {'lf - ' + SHORT[base]:>{dw}}"
     rows = [("kernel, in all", tot[cfgs[0]], tot[cfgs[1]])]
-    share = f2fs_share(d, fm)
-    if share:
-        rows.append(("f2fs, bitmap helpers", share[cfgs[0]],
-                     share[cfgs[1]]))
+    share = fs_share(d, fm)
+    if share[base] is not None and share[LF] is not None:
+        rows.append(("f2fs, bitmap helpers" if base != "xfs" else
+                     "the filesystem's", share[base], share[LF]))
     lines = [head] + [f"{n.ljust(w)}  {a:>{cell}.0f}  {b:>{cell}.0f}  "
                       f"{b - a:>+{dw}.0f}" for n, a, b in rows]
     for fn in names:

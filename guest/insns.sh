@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Guest side of ./lab insns: each workload run on f2fs with order-0 folios
-# (f2fs-4k) and with large folios (f2fs-lf), interleaved, LAB_REPS times,
+# Guest side of ./lab insns: each workload run in each configuration of
+# LAB_FS (f2fs with order-0 folios, f2fs-4k; with large folios, f2fs-lf;
+# xfs, large folios through iomap), interleaved, LAB_REPS times,
 # each run bracketed by two sethostname() calls, the marker at which the
 # host's QEMU plugin (bench/tbcount.c) closes a window of counted
 # instructions.  $OUT/windows.txt lists the runs in order: workload,
@@ -15,36 +16,39 @@
 #   mmap-write   1 MiB writes through a shared mapping of a written file,
 #                cold cache: read faults, then write faults (the bench's
 #                mmap-write cache 1M cell); an I/O is 1 MiB
+#   overwrite-1m 1 MiB overwrites of a written file, cold cache, written
+#                back at the end (the bench's overwrite writeback 1M cell)
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
 REPS=${LAB_REPS:-3}
 WLS=${LAB_WORKLOADS:-rand-fsync}
+FSS=${LAB_FS:-f2fs-4k,f2fs-lf}
 : > $OUT/windows.txt
 
-up() {	# up VARIANT: a fresh f2fs
-	mkfs_fs f2fs $DEV && mount_fs f2fs $DEV $MNT "" "$(variant_order $1)"
-}
+fs_of() { case $1 in f2fs-*) echo f2fs ;; *) echo $1 ;; esac; }
+# mnt CONFIG: mount $DEV on $MNT as CONFIG has it
+mnt() { mount_fs $(fs_of $1) $DEV $MNT "" "$(variant_order ${1#f2fs-})"; }
 
 for wl in ${WLS//,/ }; do
 	for rep in $(seq 1 $REPS); do
-		for v in 4k lf; do
-			up $v || { echo "f2fs-$v: mkfs/mount failed"; exit 1; }
+		for v in ${FSS//,/ }; do
+			mkfs_fs $(fs_of $v) $DEV && mnt $v ||
+				{ echo "$v: mkfs/mount failed"; exit 1; }
 			rw=write bs=4k engine=psync sync=--fsync=1
 			case $wl in
-			rand-fsync|mmap-write)
+			rand-fsync|mmap-write|overwrite-1m)
 				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
 					-c fsync $MNT/f || exit 1
 				umount $MNT && echo 3 > /proc/sys/vm/drop_caches
-				mount_fs f2fs $DEV $MNT "" "$(variant_order $v)" ||
-					exit 1 ;;
+				mnt $v || exit 1 ;;
 			esac
 			case $wl in
 			rand-fsync)
 				rw=randwrite
 				cat $MNT/f > /dev/null ;;
 			mmap-write) bs=1M engine=mmap sync= ;;
-			write-1m) bs=1M sync=--end_fsync=1 ;;
+			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
@@ -57,13 +61,13 @@ for wl in ${WLS//,/ }; do
 				$sync --output-format=json > /tmp/fio.json
 			rc=$?
 			hostname lab			# closes it
-			[ $rc -eq 0 ] || { echo "$wl f2fs-$v: fio failed"; exit 1; }
+			[ $rc -eq 0 ] || { echo "$wl $v: fio failed"; exit 1; }
 			ios=$(python3 -c 'import json,sys
 s = open(sys.argv[1]).read()	# fio may print notes first
 print(json.loads(s[s.index("{"):])["jobs"][0]["write"]["total_ios"])' \
 				/tmp/fio.json)
-			echo "$wl f2fs-$v $rep $ios" >> $OUT/windows.txt
-			say "insns: $wl f2fs-$v rep $rep/$REPS done"
+			echo "$wl $v $rep $ios" >> $OUT/windows.txt
+			say "insns: $wl $v rep $rep/$REPS done"
 			umount $MNT || exit 1
 			writeback_on
 		done
