@@ -627,6 +627,42 @@ def case_mkwrite(d):
     print(f"mkwrite: {lf} pages in large folios, {mapped // 4096} faults "
           "counted, every store on disk")
 
+def case_mmap_whole(d):
+    """Stores through a shared mapping of a file cached in large folios
+    take one write fault per folio: the mapping starts at a 2 MiB boundary
+    (->get_unmapped_area), so no folio straddles two page tables and the
+    first fault on a folio maps all of it writable (finish_fault).
+    Unaligned, a folio across a boundary took a fault per page.  f2fs
+    counts a page of mapped I/O per write fault (iostat_info)."""
+    import ctypes
+    f, lf = cached_file(d, "mmap-whole", 110)
+    out = run(["folio-stat", f.path]).stdout
+    folios = sum(int(n) for n in re.findall(r"order \d+ folios (\d+)", out))
+    iostat_enable(d)
+    before = iostat_mapped(d)
+    m = mmap.mmap(f.fd, 4 * MIB)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    if addr % (2 * MIB):
+        m.close()
+        raise Mismatch(f"a 4 MiB shared mapping at {addr:#x}, not at a "
+                       "2 MiB boundary")
+    for off in range(0, 4 * MIB, 4096):
+        b = bytes([f.model[off] ^ 0x5a])
+        m[off:off + 1] = b
+        f.model[off:off + 1] = b
+    m.close()
+    faults = (iostat_mapped(d) - before) // 4096
+    if not folios or faults > folios:
+        raise Mismatch(f"a store to each page of {folios} cached folios "
+                       f"took {faults} write faults, want one per folio")
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify_all("stores through an aligned mapping")
+    f.close()
+    print(f"mmap-whole: {lf} pages in large folios, {folios} folios, "
+          f"{faults} write faults")
+
+
 F2FS_IOC_START_ATOMIC_WRITE = 0xf501
 F2FS_IOC_COMMIT_ATOMIC_WRITE = 0xf502
 F2FS_IOC_ABORT_ATOMIC_WRITE = 0xf505
@@ -1798,7 +1834,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,
          "verity-corrupt": case_verity_corrupt,
-         "mkwrite": case_mkwrite, "dirty-count": case_dirty_count,
+         "mkwrite": case_mkwrite, "mmap-whole": case_mmap_whole,
+         "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "dnode-span": case_dnode_span, "runs": case_runs,

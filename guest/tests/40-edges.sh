@@ -8,7 +8,8 @@
 # written blocks), the read extent cache after writeback (direct reads),
 # O_DIRECT beside cached dirty folios, foreground and background GC of files with cached folios
 # (plain, fs-verity, encrypted), fs-verity enabled over cached folios and
-# corrupted blocks failing, mmap stores racing with truncation, write
+# corrupted blocks failing, mmap stores racing with truncation, one write
+# fault per folio through a mapping at a 2 MiB boundary, write
 # faults on a full filesystem, reads racing collapse and insert range,
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, GC of staged blocks, a page pinned
@@ -45,9 +46,9 @@ edges_one() {
 	esac
 }
 
-ALL="straddle truncate punch dio gc gc-mark mmap mkwrite dirty-count
-	dnode-span runs new-runs extent collapse-race partial-read atomic
-	atomic-cow atomic-gc atomic-pin inline pin swap pressure"
+ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
+	dirty-count dnode-span runs new-runs extent collapse-race partial-read
+	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
@@ -79,8 +80,8 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		dio mmap mkwrite dirty-count dnode-span runs new-runs extent
-		partial-read atomic atomic-cow atomic-gc atomic-pin pressure" \
+		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
+		extent partial-read atomic atomic-cow atomic-gc atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
