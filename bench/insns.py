@@ -48,6 +48,8 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
                    "user space, not counted)", "MiB"),
     "overwrite-1m": ("a 1 MiB overwrite of a written, cold file, and its "
                      "writeback (fio's end_fsync)", "MiB"),
+    "overwrite-64k": ("a 64 KiB overwrite of a written, cold file, and its "
+                      "writeback (fio's end_fsync)", "write"),
 }
 ZERO = (0.0, 0.0)
 

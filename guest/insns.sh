@@ -18,6 +18,8 @@
 #                mmap-write cache 1M cell); an I/O is 1 MiB
 #   overwrite-1m 1 MiB overwrites of a written file, cold cache, written
 #                back at the end (the bench's overwrite writeback 1M cell)
+#   overwrite-64k the same in 64 KiB writes (overwrite writeback 64k); an
+#                I/O is 64 KiB
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -37,7 +39,7 @@ for wl in ${WLS//,/ }; do
 				{ echo "$v: mkfs/mount failed"; exit 1; }
 			rw=write bs=4k engine=psync sync=--fsync=1
 			case $wl in
-			rand-fsync|mmap-write|overwrite-1m)
+			rand-fsync|mmap-write|overwrite-*)
 				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
 					-c fsync $MNT/f || exit 1
 				umount $MNT && echo 3 > /proc/sys/vm/drop_caches
@@ -49,6 +51,7 @@ for wl in ${WLS//,/ }; do
 				cat $MNT/f > /dev/null ;;
 			mmap-write) bs=1M engine=mmap sync= ;;
 			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
+			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
