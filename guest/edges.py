@@ -6,7 +6,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-gc, verity-read, verity-corrupt,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
                               dirty-count, dnode-span, runs, new-runs,
-                              extent,
+                              cp-disable, extent,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, inline, quota, all)
@@ -1024,6 +1024,67 @@ def case_runs(d):
           f"{'in place' if in_place else 'out of place'}")
 
 
+def case_cp_disable(d):
+    """Writeback of large folios with checkpoint disabled (checkpoint=
+    disable, with which Android mounts /data through an update until it is
+    verified): a block that holds checkpointed data must never be updated
+    in place, whatever the IPU policy, so that the filesystem can still go
+    back to its checkpoint; a block written since may be.  A 4 MiB file is
+    written and checkpointed; with checkpoint disabled, every other 64 KiB
+    of it is rewritten and written back: each of those blocks must move.
+    Then all of it is rewritten, so that the folios hold blocks of both
+    kinds side by side: the blocks still holding checkpointed data must
+    move, and, where f2fs updates in place (not mode=lfs), the blocks
+    written since checkpoint was disabled must stay.  Read back from the
+    disk each time; checkpoint is enabled again before the fsck."""
+    mnt = mount_entry(d)[1]
+    in_place = "mode=lfs" not in mount_options(d)
+    size = 4 * MIB
+    nblk = size // 4096
+    f = File(os.path.join(d, "cp-disable"))
+    f.write(0, pattern(60, size))
+    os.fsync(f.fd)
+    os.sync()                           # a checkpoint
+    before = phys_blocks(f.path)
+    run(["mount", "-o", "remount,checkpoint=disable", mnt])
+    try:
+        os.pread(f.fd, size, 0)         # cached, large
+        large_folios(f.path, "cp-disable: cached file")
+        for off in range(64 * KIB, size, 128 * KIB):
+            f.write(off, pattern(61 + off, 64 * KIB))
+        half = [b for b in range(nblk) if b // 16 % 2]
+        mid = written_back_apart(f, "cp-disable: every other 64 KiB "
+                                 "rewritten", nblk)
+        stayed = [b for b in half if mid[b] == before[b]]
+        if stayed:
+            raise Mismatch(f"cp-disable: {len(stayed)} checkpointed blocks "
+                           f"updated in place, the first {stayed[0]} at "
+                           f"{before[stayed[0]]}")
+        os.pread(f.fd, size, 0)
+        lf = large_folios(f.path, "cp-disable: cached again")
+        f.write(0, pattern(62, size))
+        after = written_back_apart(f, "cp-disable: all rewritten", nblk)
+        stayed = [b for b in range(nblk)
+                  if b // 16 % 2 == 0 and after[b] == before[b]]
+        if stayed:
+            raise Mismatch(f"cp-disable: {len(stayed)} checkpointed blocks "
+                           f"updated in place, the first {stayed[0]} at "
+                           f"{before[stayed[0]]}")
+        moved = [b for b in half if after[b] != mid[b]]
+        if in_place and moved:
+            raise Mismatch(f"cp-disable: {len(moved)} blocks written since "
+                           f"checkpoint was disabled moved, the first "
+                           f"{moved[0]}: {mid[moved[0]]} -> "
+                           f"{after[moved[0]]}")
+    finally:
+        run(["mount", "-o", "remount,checkpoint=enable", mnt])
+    f.verify_all("cp-disable: checkpoint enabled again")
+    f.close()
+    print(f"cp-disable: {nblk} blocks, {lf} pages in large folios: "
+          f"checkpointed blocks moved, the others "
+          f"{'stayed' if in_place else 'moved too (mode=lfs)'}")
+
+
 def case_new_runs(d):
     """Writeback of the blocks of new files' large folios, which have no
     address yet (NEW_ADDR) and go out of place in runs taken at once:
@@ -1839,7 +1900,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "dnode-span": case_dnode_span, "runs": case_runs,
-         "new-runs": case_new_runs,
+         "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,

@@ -5,7 +5,8 @@
 # large folios, writeback of folios whose blocks span node blocks,
 # writeback in runs of blocks under a bio size cap and with block by
 # block allocation, of new files' blocks in runs (with holes, after
-# written blocks), the read extent cache after writeback (direct reads),
+# written blocks), with checkpoint disabled (checkpointed blocks never
+# in place), the read extent cache after writeback (direct reads),
 # O_DIRECT beside cached dirty folios, foreground and background GC of files with cached folios
 # (plain, fs-verity, encrypted), fs-verity enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
@@ -47,7 +48,8 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
-	dirty-count dnode-span runs new-runs extent collapse-race partial-read
+	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
+	partial-read
 	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
@@ -56,7 +58,7 @@ for v in $(f2fs_variants); do
 	# mode=lfs changes where blocks go (no SSR, no in-place updates, GC);
 	# the short form leaves out the cases of the fault and read side.
 	LFS="straddle truncate punch gc gc-mark dnode-span runs new-runs
-		extent atomic atomic-cow atomic-gc pin swap"
+		cp-disable extent atomic atomic-cow atomic-gc pin swap"
 	full_form && LFS="$LFS mmap mkwrite dirty-count collapse-race
 		partial-read atomic-pin inline"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
@@ -81,7 +83,7 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
-		extent partial-read atomic atomic-cow atomic-gc atomic-pin pressure" \
+		cp-disable extent partial-read atomic atomic-cow atomic-gc atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
