@@ -20,6 +20,9 @@
 #                back at the end (the bench's overwrite writeback 1M cell)
 #   overwrite-64k the same in 64 KiB writes (overwrite writeback 64k); an
 #                I/O is 64 KiB
+#   overwrite-4k 4 KiB overwrites of a written file, cold cache, left in
+#                the cache (writeback held off, no sync: the bench's
+#                overwrite cache 4k cell)
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -52,6 +55,7 @@ for wl in ${WLS//,/ }; do
 			mmap-write) bs=1M engine=mmap sync= ;;
 			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
 			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
+			overwrite-4k) sync= ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
