@@ -1046,6 +1046,14 @@ def case_cp_disable(d):
     os.fsync(f.fd)
     os.sync()                           # a checkpoint
     before = phys_blocks(f.path)
+
+    def moved_all(blocks, now):
+        """Each block that held checkpointed data (before) has moved."""
+        stayed = [b for b in blocks if now[b] == before[b]]
+        if stayed:
+            raise Mismatch(f"cp-disable: {len(stayed)} checkpointed blocks "
+                           f"updated in place, the first {stayed[0]} at "
+                           f"{before[stayed[0]]}")
     run(["mount", "-o", "remount,checkpoint=disable", mnt])
     try:
         os.pread(f.fd, size, 0)         # cached, large
@@ -1055,21 +1063,12 @@ def case_cp_disable(d):
         half = [b for b in range(nblk) if b // 16 % 2]
         mid = written_back_apart(f, "cp-disable: every other 64 KiB "
                                  "rewritten", nblk)
-        stayed = [b for b in half if mid[b] == before[b]]
-        if stayed:
-            raise Mismatch(f"cp-disable: {len(stayed)} checkpointed blocks "
-                           f"updated in place, the first {stayed[0]} at "
-                           f"{before[stayed[0]]}")
+        moved_all(half, mid)
         os.pread(f.fd, size, 0)
         lf = large_folios(f.path, "cp-disable: cached again")
         f.write(0, pattern(62, size))
         after = written_back_apart(f, "cp-disable: all rewritten", nblk)
-        stayed = [b for b in range(nblk)
-                  if b // 16 % 2 == 0 and after[b] == before[b]]
-        if stayed:
-            raise Mismatch(f"cp-disable: {len(stayed)} checkpointed blocks "
-                           f"updated in place, the first {stayed[0]} at "
-                           f"{before[stayed[0]]}")
+        moved_all([b for b in range(nblk) if b // 16 % 2 == 0], after)
         moved = [b for b in half if after[b] != mid[b]]
         if in_place and moved:
             raise Mismatch(f"cp-disable: {len(moved)} blocks written since "
