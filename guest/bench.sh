@@ -104,7 +104,7 @@ fs_up() {
 # cold NAME: remount so the next access starts with an empty cache.
 cold() {
 	[ "$1" = tmpfs ] && return 0
-	umount $MNT && echo 3 > /proc/sys/vm/drop_caches && mnt "$1"
+	umount $MNT && drop_caches && mnt "$1"
 }
 
 # frag_on: fragment free memory (see guest/frag.c) until frag_off.  The
@@ -112,7 +112,7 @@ cold() {
 # the same state; compaction may not move the pages frag locks.
 FRAG_PID=
 frag_on() {
-	echo 3 > /proc/sys/vm/drop_caches
+	drop_caches
 	echo 1 > /proc/sys/vm/compact_memory
 	sysctl -q vm.compact_unevictable_allowed=0
 	frag > /tmp/frag.out 2>&1 &

@@ -45,7 +45,7 @@ for wl in ${WLS//,/ }; do
 			rand-fsync|mmap-write|overwrite-*)
 				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
 					-c fsync $MNT/f || exit 1
-				umount $MNT && echo 3 > /proc/sys/vm/drop_caches
+				umount $MNT && drop_caches
 				mnt $v || exit 1 ;;
 			esac
 			case $wl in

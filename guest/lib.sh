@@ -101,6 +101,19 @@ writeback_off() {
 		vm.dirty_background_ratio=90 vm.dirty_ratio=90
 }
 
+# drop_caches: drop the page cache, then read fio back in.  fio's parent
+# waits 10 s for a job it forks to start ("fio: job startup hung?
+# exiting.").  The guest's root is the host's, over 9p: after a drop the
+# job faults fio's text back in from the host, and under -icount
+# shift=0,sleep=off the guest clock jumps ahead while the vCPUs wait for
+# the host, so on a busy host the job can miss that deadline.  A run on
+# /dev/null first brings the code a job runs back into the cache.
+drop_caches() {
+	echo 3 > /proc/sys/vm/drop_caches
+	fio --name=warm --filename=/dev/null --rw=write --bs=4k --size=64k \
+		--ioengine=psync > /dev/null 2>&1 || true
+}
+
 # The short form (./lab test, CI) runs the order-0 variant (4k) in f2fs's
 # default configuration only: the series changes what large folios meet,
 # and order-0 folios take the same paths in every configuration.  The full
