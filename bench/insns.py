@@ -43,6 +43,8 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
     "write-fsync": ("a 4 KiB write to a new file, and its fsync", "write"),
     "write-1m": ("a 1 MiB write to a new file, and its writeback (fio's "
                  "end_fsync)", "MiB"),
+    "write-64k": ("a 64 KiB write to a new file, left in the cache",
+                  "write"),
     "mmap-write": ("1 MiB written through a shared mapping of a cold file "
                    "(read faults, then write faults; the copy itself is "
                    "user space, not counted)", "MiB"),

@@ -13,6 +13,9 @@
 #   write-1m     1 MiB writes to a new file, written back at the end
 #                (end_fsync: the bench's write-new writeback 1M cell); an
 #                I/O is 1 MiB
+#   write-64k    64 KiB writes to a new file, left in the cache
+#                (writeback held off, no sync: the bench's write-new
+#                cache 64k cell)
 #   mmap-write   1 MiB writes through a shared mapping of a written file,
 #                cold cache: read faults, then write faults (the bench's
 #                mmap-write cache 1M cell); an I/O is 1 MiB
@@ -55,6 +58,7 @@ for wl in ${WLS//,/ }; do
 			mmap-write) bs=1M engine=mmap sync= ;;
 			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
 			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
+			write-64k) bs=64k sync= ;;
 			overwrite-4k) sync= ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
