@@ -54,6 +54,8 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
                       "writeback (fio's end_fsync)", "write"),
     "overwrite-4k": ("a 4 KiB overwrite of a written, cold file, left in "
                      "the cache", "write"),
+    "read-hole-64k": ("a 64 KiB read of a sparse file (no blocks), cold "
+                      "cache", "read"),
 }
 ZERO = (0.0, 0.0)
 

@@ -6,7 +6,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-gc, verity-read, verity-corrupt,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
                               dirty-count, dnode-span, runs, new-runs,
-                              cp-disable, extent,
+                              cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, inline, quota, all)
@@ -84,6 +84,13 @@ class File:
         if libc.fallocate(self.fd, mode, off, length):
             e = ctypes.get_errno()
             raise OSError(e, f"fallocate mode {mode:#x}: {os.strerror(e)}")
+        if not mode & (FALLOC_PUNCH_HOLE | FALLOC_ZERO_RANGE |
+                       FALLOC_COLLAPSE_RANGE | FALLOC_INSERT_RANGE):
+            # allocation keeps the data, and may extend the file
+            if not mode & FALLOC_KEEP_SIZE and \
+                    off + length > len(self.model):
+                self.model.extend(bytes(off + length - len(self.model)))
+            return
         if mode == FALLOC_COLLAPSE_RANGE:
             del self.model[off:off + length]
             return
@@ -172,6 +179,7 @@ def case_truncate(d):
 
 
 F2FS_IOC_GARBAGE_COLLECT_RANGE = 0x4018f50b
+F2FS_IOC_DEFRAGMENT = 0xc010f508
 FALLOC_KEEP_SIZE = 0x01
 FALLOC_PUNCH_HOLE = 0x02
 FALLOC_ZERO_RANGE = 0x10
@@ -362,6 +370,81 @@ def case_gc_mark(d):
     f.close()
     print(f"gc-mark: blocks 0-3 moved from {first} to {after[0]}, the "
           f"user's 4-15 written at {after[4]} ({lf} pages in large folios)")
+
+def case_holes(d):
+    """Reads of a sparse file, which skip each run of holes a dnode holds
+    at once: runs of never-written blocks (NULL_ADDR) and of reserved ones
+    (fallocate: NEW_ADDR) in the inode's own block addresses and in direct
+    nodes, ending at written blocks, at dnode boundaries and inside
+    folios, after written blocks in one map.  Read cold in reads of random
+    sizes and offsets, then whole; then with a block written into a hole
+    and not written back (uptodate in a folio the read fills around it).
+    The file's cache must be in large folios where the variant gives them.
+    Defragmentation, the other caller that skips holes, moves the written
+    blocks of the same file together, holes left as they are."""
+    rng = random.Random(70)
+    size = 12 * MIB                     # the inode's dnode and 3 more
+    f = File(os.path.join(d, "holes"))
+    f.truncate(size)
+    for i in range(60):
+        blk = rng.randrange(size // 4096)
+        n = min(rng.choice((1, 1, 2, 3, 7, 16, 40)), size // 4096 - blk)
+        off = blk * 4096 + rng.choice((0, 0, 0, 1, 2049))
+        f.write(off, pattern(700 + i, n * 4096 - off % 4096))
+        os.fsync(f.fd)          # on disk in the order written: fragmented
+    for i in range(6):
+        blk = rng.randrange(size // 4096 - 64)
+        f.fallocate(0, blk * 4096, rng.choice((4, 24, 64)) * 4096)
+    os.fsync(f.fd)
+    drop_caches()
+    for i in range(300):
+        off = rng.randrange(size)
+        n = min(rng.choice((1, 4096, 5000, 16 * KIB, 64 * KIB, 300 * KIB,
+                            MIB)), size - off)
+        got = os.pread(f.fd, n, off)
+        if got != f.model[off:off + n]:
+            j = next(j for j in range(len(got))
+                     if got[j] != f.model[off + j])
+            raise Mismatch(f"holes: read of {n} at {off}: first bad byte "
+                           f"at {off + j} (block {(off + j) // 4096}): got "
+                           f"{got[j]:#x} want {f.model[off + j]:#x}")
+        if i % 10 == 9:
+            os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    f.verify("holes: whole file, cold")
+    lf = large_folios(f.path, "holes: sparse file read cold")
+    # A block written into a hole stays in the cache only, uptodate in a
+    # folio the next read fills with the holes around it.
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    hole = next(b for b in range(1500, size // 4096)
+                if not any(f.model[b * 4096:(b + 1) * 4096]))
+    f.write(hole * 4096 + 7, pattern(790, 100))
+    f.verify("holes: a block written into a hole, cached")
+    f.verify_all("holes")
+    # Defragmentation (out of place: not under in-place update policies).
+    sysfs = f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}"
+    with open(f"{sysfs}/ipu_policy") as p:
+        old = p.read().strip()
+    before = phys_blocks(f.path)
+    try:
+        with open(f"{sysfs}/ipu_policy", "w") as p:
+            p.write("0\n")
+        fcntl.ioctl(f.fd, F2FS_IOC_DEFRAGMENT,
+                    struct.pack("<QQ", 0, size))
+    finally:
+        with open(f"{sysfs}/ipu_policy", "w") as p:
+            p.write(old + "\n")
+    f.verify("holes: after defragmentation (cached)")
+    os.fsync(f.fd)
+    after = phys_blocks(f.path)
+    if after == before:
+        raise Mismatch("holes: defragmentation moved no block")
+    f.verify_all("holes: after defragmentation")
+    moved = sum(after[b] != before.get(b) for b in after)
+    print(f"holes: {size // 4096} blocks, {len(before)} written; 300 cold "
+          f"reads and whole ({lf} pages in large folios); "
+          f"defragmentation moved {moved} blocks")
+
 
 FS_IOC_ENABLE_VERITY = 0x40806685
 FS_VERITY_HASH_ALG_SHA256 = 1
@@ -1903,7 +1986,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,
-         "extent": case_extent}
+         "extent": case_extent, "holes": case_holes}
 
 
 def main():

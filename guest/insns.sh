@@ -26,6 +26,8 @@
 #   overwrite-4k 4 KiB overwrites of a written file, cold cache, left in
 #                the cache (writeback held off, no sync: the bench's
 #                overwrite cache 4k cell)
+#   read-hole-64k 64 KiB reads of a sparse file (no blocks), cold cache
+#                (the bench's read-hole 64k cell); an I/O is 64 KiB
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -50,6 +52,10 @@ for wl in ${WLS//,/ }; do
 					-c fsync $MNT/f || exit 1
 				umount $MNT && drop_caches
 				mnt $v || exit 1 ;;
+			read-hole-*)
+				truncate -s ${SIZE}M $MNT/f || exit 1
+				umount $MNT && drop_caches
+				mnt $v || exit 1 ;;
 			esac
 			case $wl in
 			rand-fsync)
@@ -60,6 +66,7 @@ for wl in ${WLS//,/ }; do
 			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
 			write-64k) bs=64k sync= ;;
 			overwrite-4k) sync= ;;
+			read-hole-64k) rw=read bs=64k sync= ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
@@ -75,7 +82,8 @@ for wl in ${WLS//,/ }; do
 			[ $rc -eq 0 ] || { echo "$wl $v: fio failed"; exit 1; }
 			ios=$(python3 -c 'import json,sys
 s = open(sys.argv[1]).read()	# fio may print notes first
-print(json.loads(s[s.index("{"):])["jobs"][0]["write"]["total_ios"])' \
+j = json.loads(s[s.index("{"):])["jobs"][0]
+print(j["read"]["total_ios"] + j["write"]["total_ios"])' \
 				/tmp/fio.json)
 			echo "$wl $v $rep $ios" >> $OUT/windows.txt
 			say "insns: $wl $v rep $rep/$REPS done"

@@ -7,6 +7,7 @@
 # block allocation, of new files' blocks in runs (with holes, after
 # written blocks), with checkpoint disabled (checkpointed blocks never
 # in place), the read extent cache after writeback (direct reads),
+# reads of sparse files (runs of holes, defragmentation),
 # O_DIRECT beside cached dirty folios, foreground and background GC of files with cached folios
 # (plain, fs-verity, encrypted), fs-verity enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
@@ -49,7 +50,7 @@ edges_one() {
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
-	partial-read
+	partial-read holes
 	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
@@ -83,7 +84,8 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
-		cp-disable extent partial-read atomic atomic-cow atomic-gc atomic-pin pressure" \
+		cp-disable extent partial-read holes atomic atomic-cow atomic-gc
+		atomic-pin pressure" \
 		"$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
