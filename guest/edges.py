@@ -422,7 +422,7 @@ def case_holes(d):
     f.verify("holes: a block written into a hole, cached")
     f.verify_all("holes")
     # Defragmentation (out of place: not under in-place update policies).
-    sysfs = f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}"
+    sysfs = f2fs_sysfs(d)
     with open(f"{sysfs}/ipu_policy") as p:
         old = p.read().strip()
     before = phys_blocks(f.path)
@@ -634,8 +634,7 @@ def case_mmap(d):
 
 def iostat_enable(d):
     """Turn on f2fs's I/O statistics (iostat_info) of d's disk."""
-    with open(f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}/"
-              "iostat_enable", "w") as k:
+    with open(f"{f2fs_sysfs(d)}/iostat_enable", "w") as k:
         k.write("1\n")
 
 
@@ -673,6 +672,11 @@ def mount_entry(d):
 def mount_source(d):
     """The device of the filesystem d is on."""
     return mount_entry(d)[0]
+
+
+def f2fs_sysfs(d):
+    """The sysfs directory of the f2fs that d is on."""
+    return f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}"
 
 
 def case_mkwrite(d):
@@ -1063,7 +1067,7 @@ def case_runs(d):
     runs too: then no block may have moved.  Under the mount options that
     place blocks one by one (mode=fragment:block, age_extent_cache) the
     same must hold."""
-    sysfs = f"/sys/fs/f2fs/{os.path.basename(mount_source(d))}"
+    sysfs = f2fs_sysfs(d)
     knob = f"{sysfs}/max_io_bytes"
     with open(f"{sysfs}/ipu_policy") as p:
         in_place = int(p.read()) & 1 and "mode=lfs" not in mount_options(d)
