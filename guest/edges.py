@@ -151,6 +151,8 @@ def case_straddle(d):
         f.write(eof + 3 * fsz + 7, pattern(seed + 1, 100))
         f.verify_all(f"write past EOF, folio {fsz}")
         f.close()
+    print(f"straddle: {seed - 1} writes around the boundaries of "
+          f"{len(FOLIOS)} folio sizes read back, zeros past the old EOF")
 
 
 def case_truncate(d):
@@ -176,6 +178,8 @@ def case_truncate(d):
         f.truncate(2 * fsz)
         f.verify_all(f"truncate clean cached folio {fsz}")
         f.close()
+    print(f"truncate: down and up inside dirty and clean folios of "
+          f"{len(FOLIOS)} sizes, the tails read as zero")
 
 
 F2FS_IOC_GARBAGE_COLLECT_RANGE = 0x4018f50b
@@ -212,6 +216,8 @@ def case_punch(d):
                              f"{'dirty' if dirty else 'clean'} folio {fsz}")
                 f.verify_all(f"fallocate {mode:#x} folio {fsz}")
                 f.close()
+    print(f"punch: holes punched and ranges zeroed in dirty and clean "
+          f"folios of {len(FOLIOS)} sizes, at 4 offsets each")
 
 
 def case_dio(d):
@@ -247,6 +253,8 @@ def case_dio(d):
     finally:
         os.close(dfd)
         f.close()
+    print("dio: O_DIRECT reads see dirty cached data, buffered reads "
+          "see O_DIRECT writes")
 
 
 def interleave(f, filler, size, seed):
@@ -965,6 +973,8 @@ def case_pressure(d):
     finally:
         hog.terminate()
         hog.wait()
+    print(f"pressure: 48 unaligned 1 MiB writes read back before and after "
+          f"fsync beside a {int(total * 0.7) // MIB} MiB memory hog")
 
 
 def f2fs_dirty_data():

@@ -55,7 +55,9 @@ EOS
 			return
 		fi ;;
 	esac
-	result PASS "$name" "$ops ops seed $seed in $(( $(date +%s) - t0 )) s"
+	# fx stores garbage past EOF through mappings (as fsx -e): say how often
+	local eof=$(grep -o 'eof-garbage=[0-9]*' /tmp/fx.out | cut -d= -f2)
+	result PASS "$name" "$ops ops seed $seed, ${eof:-no} stores past EOF, in $(( $(date +%s) - t0 )) s"
 }
 
 each_f2fs run_one fx
