@@ -959,8 +959,9 @@ def case_pressure(d):
         for line in m:
             if line.startswith("MemAvailable:"):
                 total = int(line.split()[1]) * KIB
+    hog_bytes = int(total * 0.7)
     hog = subprocess.Popen(["stress-ng", "--vm", "1", "--vm-bytes",
-                            str(int(total * 0.7)), "--vm-keep",
+                            str(hog_bytes), "--vm-keep",
                             "--timeout", "60s", "--quiet"])
     try:
         f = File(os.path.join(d, "pressure"))
@@ -974,7 +975,7 @@ def case_pressure(d):
         hog.terminate()
         hog.wait()
     print(f"pressure: 48 unaligned 1 MiB writes read back before and after "
-          f"fsync beside a {int(total * 0.7) // MIB} MiB memory hog")
+          f"fsync beside a {hog_bytes // MIB} MiB memory hog")
 
 
 def f2fs_dirty_data():
