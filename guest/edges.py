@@ -9,7 +9,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
-                              pin, swap, compress, inline, quota, all)
+                              pin, swap, compress, inline, quota,
+                              move-range, all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -189,6 +190,103 @@ FALLOC_PUNCH_HOLE = 0x02
 FALLOC_ZERO_RANGE = 0x10
 FALLOC_COLLAPSE_RANGE = 0x08
 FALLOC_INSERT_RANGE = 0x20
+
+
+F2FS_IOC_MOVE_RANGE = 0xc020f509
+
+
+def move_range(src, dst, pos_in, pos_out, length):
+    """F2FS_IOC_MOVE_RANGE of [pos_in, pos_in + length) of File src to
+    pos_out of File dst (block aligned; src may be dst), and the same on the
+    models: the range moves, and reads as a hole in src afterwards."""
+    arg = struct.pack("=I4xQQQ", dst.fd, pos_in, pos_out, length)
+    fcntl.ioctl(src.fd, F2FS_IOC_MOVE_RANGE, arg)
+    data = bytes(src.model[pos_in:pos_in + length])
+    src.model[pos_in:pos_in + length] = bytes(length)
+    if pos_out + length > len(dst.model):
+        dst.model.extend(bytes(pos_out + length - len(dst.model)))
+    dst.model[pos_out:pos_out + length] = data
+
+
+def store_past_eof(fd, start, end, byte):
+    """Store byte at [start, end) of fd's first page through a shared
+    mapping, past EOF (fsx -e; Python's mmap refuses to map past EOF)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    addr = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE,
+                     mmap.MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        e = ctypes.get_errno()
+        raise OSError(e, f"mmap: {os.strerror(e)}")
+    ctypes.memset(addr + start, byte, end - start)
+    libc.munmap(addr, 4096)
+
+
+def case_move_range(d):
+    """F2FS_IOC_MOVE_RANGE between files whose large folios are cached:
+    reads of both files afterwards, cached and from the disk, must see the
+    move (the destination's new data, a hole in the source), with blocks
+    moved by replacing their addresses (written since the last
+    checkpoint) and by copying (checkpointed); and a destination grown
+    past an EOF page that holds garbage stored through a mapping past EOF
+    (fsx -e) must read zeros there, as after a write past EOF."""
+    moves = lf = 0
+    for ckpt in (False, True):
+        tag = "checkpointed" if ckpt else "not checkpointed"
+        src = File(os.path.join(d, f"mr-src-{ckpt}"))
+        dst = File(os.path.join(d, f"mr-dst-{ckpt}"))
+        src.write(0, pattern(300 + ckpt, 2 * MIB))
+        dst.write(0, pattern(310 + ckpt, 2 * MIB))
+        for f in (src, dst):
+            os.fsync(f.fd)
+        if ckpt:
+            os.sync()                            # a checkpoint
+        for f in (src, dst):
+            f.verify(f"move-range files ({tag})")   # cached
+        lf += large_folios(src.path, f"move-range source ({tag})")
+        # Mapped too: a move must reach the mappings' pages.
+        maps = [mmap.mmap(f.fd, 2 * MIB) for f in (src, dst)]
+        for m in maps:
+            m[4096:4096 + 4096]                      # fault in
+        # Inside both files' EOF, from one file to the other and within
+        # one file, a block and runs across folio boundaries.
+        for s, t, pin, pout, ln in ((src, dst, 64 * KIB, 192 * KIB, 64 * KIB),
+                                    (src, dst, 4 * KIB, 1 * MIB, 4 * KIB),
+                                    (src, dst, 1020 * KIB, 60 * KIB,
+                                     24 * KIB),
+                                    (dst, dst, 1536 * KIB, 256 * KIB,
+                                     128 * KIB)):
+            move_range(s, t, pin, pout, ln)
+            moves += 1
+            for f, m, name in ((src, maps[0], "source"),
+                               (dst, maps[1], "destination")):
+                what = f"{name} after a move of {ln} from {pin} to {pout} " \
+                    f"({tag})"
+                f.verify(what + ", cached")
+                if m[:] != f.model[:2 * MIB]:
+                    raise Mismatch(what + ": its mapping reads other data")
+        for m in maps:
+            m.close()
+        # Past the destination's EOF, over garbage stored past it.
+        eof = File(os.path.join(d, f"mr-eof-{ckpt}"))
+        eof.write(0, pattern(320 + ckpt, 100))
+        os.fsync(eof.fd)
+        if ckpt:
+            os.sync()
+        store_past_eof(eof.fd, 100, 4096, ord("X"))
+        move_range(src, eof, 512 * KIB, 8 * KIB, 16 * KIB)
+        moves += 1
+        eof.verify(f"move past EOF over garbage ({tag}), cached")
+        for f in (src, dst, eof):
+            f.verify_all(f"move-range ({tag})")
+            f.close()
+    print(f"move-range: {moves} moves between and within cached, mapped "
+          f"files ({lf} pages in large folios), with and without a "
+          "checkpoint, read back; zeros past the old EOF")
 
 
 def case_punch(d):
@@ -2001,7 +2099,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,
-         "extent": case_extent, "holes": case_holes}
+         "extent": case_extent, "holes": case_holes,
+         "move-range": case_move_range}
 
 
 def main():

@@ -13,6 +13,7 @@
 # corrupted blocks failing, mmap stores racing with truncation, one write
 # fault per folio through a mapping at a 2 MiB boundary, write
 # faults on a full filesystem, reads racing collapse and insert range,
+# blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
@@ -50,7 +51,7 @@ edges_one() {
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
-	partial-read holes
+	partial-read holes move-range
 	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
