@@ -18,6 +18,7 @@ folios and what reached the disk are verified.  Exit 0 when all pass; on a
 mismatch print the case, the offset and the expected and found bytes, and
 exit 1.
 """
+import ctypes
 import errno
 import fcntl
 import mmap
@@ -27,6 +28,40 @@ import re
 import struct
 import subprocess
 import sys
+
+_LIBC = None
+
+
+def libc():
+    """The C library, for the calls Python's os module lacks, each with its
+    argument types declared (64-bit offsets and pointers); errno kept."""
+    global _LIBC
+    if _LIBC is None:
+        c = ctypes
+        lib = c.CDLL(None, use_errno=True)
+        lib.fallocate.argtypes = [c.c_int, c.c_int, c.c_longlong,
+                                  c.c_longlong]
+        lib.sync_file_range.argtypes = [c.c_int, c.c_longlong, c.c_longlong,
+                                        c.c_uint]
+        lib.mmap.restype = c.c_void_p
+        lib.mmap.argtypes = [c.c_void_p, c.c_size_t, c.c_int, c.c_int,
+                             c.c_int, c.c_long]
+        lib.munmap.argtypes = [c.c_void_p, c.c_size_t]
+        lib.quotactl.argtypes = [c.c_int, c.c_char_p, c.c_int, c.c_void_p]
+        lib.swapon.argtypes = [c.c_char_p, c.c_int]
+        lib.swapoff.argtypes = [c.c_char_p]
+        _LIBC = lib
+    return _LIBC
+
+
+def map_page(fd, off, prot):
+    """The address of a shared mapping of the page of fd at off, which may
+    lie past EOF (Python's mmap refuses that); unmap with libc().munmap()."""
+    addr = libc().mmap(None, 4096, prot, mmap.MAP_SHARED, fd, off)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        e = ctypes.get_errno()
+        raise OSError(e, f"mmap: {os.strerror(e)}")
+    return addr
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -78,11 +113,7 @@ class File:
             self.model.extend(bytes(size - len(self.model)))
 
     def fallocate(self, mode, off, length):
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int,
-                                   ctypes.c_longlong, ctypes.c_longlong]
-        if libc.fallocate(self.fd, mode, off, length):
+        if libc().fallocate(self.fd, mode, off, length):
             e = ctypes.get_errno()
             raise OSError(e, f"fallocate mode {mode:#x}: {os.strerror(e)}")
         if not mode & (FALLOC_PUNCH_HOLE | FALLOC_ZERO_RANGE |
@@ -211,19 +242,9 @@ def move_range(src, dst, pos_in, pos_out, length):
 def store_past_eof(fd, start, end, byte):
     """Store byte at [start, end) of fd's first page through a shared
     mapping, past EOF (fsx -e; Python's mmap refuses to map past EOF)."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    addr = libc.mmap(None, 4096, mmap.PROT_READ | mmap.PROT_WRITE,
-                     mmap.MAP_SHARED, fd, 0)
-    if addr in (None, ctypes.c_void_p(-1).value):
-        e = ctypes.get_errno()
-        raise OSError(e, f"mmap: {os.strerror(e)}")
+    addr = map_page(fd, 0, mmap.PROT_READ | mmap.PROT_WRITE)
     ctypes.memset(addr + start, byte, end - start)
-    libc.munmap(addr, 4096)
+    libc().munmap(addr, 4096)
 
 
 def case_move_range(d):
@@ -820,6 +841,7 @@ def case_mkwrite(d):
     print(f"mkwrite: {lf} pages in large folios, {mapped // 4096} faults "
           "counted, every store on disk")
 
+
 def case_mmap_whole(d):
     """Stores through a shared mapping of a file cached in large folios
     take one write fault per folio: the mapping starts at a 2 MiB boundary
@@ -827,7 +849,6 @@ def case_mmap_whole(d):
     first fault on a folio maps all of it writable (finish_fault).
     Unaligned, a folio across a boundary took a fault per page.  f2fs
     counts a page of mapped I/O per write fault (iostat_info)."""
-    import ctypes
     f, lf = cached_file(d, "mmap-whole", 110)
     out = run(["folio-stat", f.path]).stdout
     folios = sum(int(n) for n in re.findall(r"order \d+ folios (\d+)", out))
@@ -866,11 +887,7 @@ def write_back(f):
     """Write back f's dirty data and wait (sync_file_range: no fsync, so
     an atomic write stays uncommitted, its blocks staged in the COW
     inode)."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_longlong,
-                                     ctypes.c_longlong, ctypes.c_uint]
-    if libc.sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
+    if libc().sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
         raise Mismatch(f"sync_file_range: "
                        f"{os.strerror(ctypes.get_errno())}")
 
@@ -1528,23 +1545,17 @@ def folio_order_at(fd, blk):
     """The order of the page cache folio holding block blk of the file
     (cached already): the PFN of its page from /proc/self/pagemap, the
     compound head and tails around it from /proc/kpageflags."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    addr = libc.mmap(None, 4096, mmap.PROT_READ, mmap.MAP_SHARED, fd,
-                     blk * 4096)
-    if addr in (None, ctypes.c_void_p(-1).value):
-        raise Mismatch(f"mmap: {os.strerror(ctypes.get_errno())}")
+    try:
+        addr = map_page(fd, blk * 4096, mmap.PROT_READ)
+    except OSError as e:
+        raise Mismatch(f"block {blk}: {e.strerror}") from e
     try:
         ctypes.string_at(addr, 1)                       # map the page
         with open("/proc/self/pagemap", "rb") as pm:
             pm.seek(addr // 4096 * 8)
             ent = struct.unpack("<Q", pm.read(8))[0]
     finally:
-        libc.munmap(addr, 4096)
+        libc().munmap(addr, 4096)
     pfn = ent & ((1 << 55) - 1)
     if not ent >> 63 or not pfn:
         raise Mismatch(f"block {blk}: no PFN in pagemap")
@@ -1813,8 +1824,6 @@ def case_swap(d):
     read through order-0 folios; swapoff unpins the file, so once loaded
     again it has large folios.  mode=lfs refuses swap files and leaves the
     file as it was."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
     lfs = "mode=lfs" in mount_options(d)
     size = 8 * MIB
     f = File(os.path.join(d, "swap"))
@@ -1826,7 +1835,7 @@ def case_swap(d):
     f.write(0, swap_header(size // 4096))
     os.fchmod(f.fd, 0o600)
     lf = large_folios(f.path, "swap file before swapon")
-    if libc.swapon(f.path.encode(), 0):
+    if libc().swapon(f.path.encode(), 0):
         e = ctypes.get_errno()
         if not (lfs and e == errno.EINVAL):
             raise Mismatch(f"swapon: {os.strerror(e)}")
@@ -1837,9 +1846,9 @@ def case_swap(d):
         f.close()
         return
     if lfs:
-        libc.swapoff(f.path.encode())
+        libc().swapoff(f.path.encode())
         raise Mismatch("swapon succeeded in lfs mode")
-    if libc.swapoff(f.path.encode()):
+    if libc().swapoff(f.path.encode()):
         raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
     f.verify("swap file after swapoff")
     n = order0_folios(f.path, "swap file after swapoff")
@@ -1953,13 +1962,9 @@ QUOTA_ID = 1234
 def quota_usage(dev, qtype, qid):
     """(bytes, inodes) charged to id qid of quota type qtype (0 user, 1
     group, 2 project): quotactl(Q_GETQUOTA)."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.quotactl.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
-                              ctypes.c_void_p]
     buf = ctypes.create_string_buffer(72)
     cmd = ((0x800007 << 8) | qtype) - (1 << 32)             # QCMD(Q_GETQUOTA)
-    if libc.quotactl(cmd, dev.encode(), qid, buf):
+    if libc().quotactl(cmd, dev.encode(), qid, buf):
         raise Mismatch(f"Q_GETQUOTA type {qtype} id {qid}: "
                        f"{os.strerror(ctypes.get_errno())}")
     v = struct.unpack("<8QI4x", buf.raw)
