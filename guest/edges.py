@@ -10,7 +10,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, inline, quota,
-                              move-range, all)
+                              move-range, move-range-race, all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -308,6 +308,65 @@ def case_move_range(d):
     print(f"move-range: {moves} moves between and within cached, mapped "
           f"files ({lf} pages in large folios), with and without a "
           "checkpoint, read back; zeros past the old EOF")
+
+
+def case_move_range_race(d):
+    """F2FS_IOC_MOVE_RANGE while another process stores, through a shared
+    mapping of the source, into one byte of the range moved, over and
+    over: write faults (which take the invalidate lock shared) against the
+    move's write-back-and-drop under both invalidate locks, for lockdep on
+    the test kernel and for the data.  After each move the source range
+    must read zeros and the destination range the source's old data, but
+    for the stored byte in either (the store may land before or after the
+    move), cached and on disk.  Blocks written since the last checkpoint
+    are moved by address, checkpointed ones copied through the page cache.
+    It does not catch a fault between the move's unlocked writeback and
+    its locks (the window patch 45's drop before the exchange closes):
+    from user space that window is too narrow to hit, and a source block
+    dirtied in it is not written back after a move by address anyway (its
+    address is NULL_ADDR by then)."""
+    rounds = 0
+    pin, pout, ln = 256 * KIB, 512 * KIB, 256 * KIB
+    spot = 64 * KIB + 100                   # into the range moved
+    for r in range(9):
+        ckpt = r % 3 == 2
+        src = File(os.path.join(d, f"mrr-src-{r}"))
+        dst = File(os.path.join(d, f"mrr-dst-{r}"))
+        src.write(0, pattern(330 + r, MIB))
+        dst.write(0, pattern(340 + r, MIB))
+        for f in (src, dst):
+            os.fsync(f.fd)
+        if ckpt:
+            os.sync()
+        for f in (src, dst):
+            f.verify("move-range-race files")            # cached
+        dst.write(pout, pattern(350 + r, ln))            # dirty
+        pid = os.fork()
+        if pid == 0:                # the storer: until killed
+            try:
+                m = mmap.mmap(src.fd, MIB)
+                while True:
+                    m[pin + spot] = 0x5a
+            finally:
+                os._exit(1)
+        while os.pread(src.fd, 1, pin + spot) != b"Z":   # storing
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                raise Mismatch("move-range-race: the storer died")
+        move_range(src, dst, pin, pout, ln)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        # the stored byte: either value, in either file
+        for f, at in ((src, pin + spot), (dst, pout + spot)):
+            if os.pread(f.fd, 1, at) == b"Z":
+                f.model[at] = 0x5a
+        what = f"move-range-race round {r} " \
+            f"({'checkpointed' if ckpt else 'not checkpointed'})"
+        for f in (src, dst):
+            f.verify_all(what)
+            f.close()
+        rounds += 1
+    print(f"move-range-race: {rounds} moves under a storer through a "
+          "mapping of the source, read back")
 
 
 def case_punch(d):
@@ -2105,7 +2164,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,
          "extent": case_extent, "holes": case_holes,
-         "move-range": case_move_range}
+         "move-range": case_move_range,
+         "move-range-race": case_move_range_race}
 
 
 def main():

@@ -51,7 +51,7 @@ edges_one() {
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
-	partial-read holes move-range
+	partial-read holes move-range move-range-race
 	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
