@@ -21,6 +21,7 @@ exit 1.
 import ctypes
 import errno
 import fcntl
+import functools
 import mmap
 import os
 import random
@@ -29,29 +30,23 @@ import struct
 import subprocess
 import sys
 
-_LIBC = None
-
-
+@functools.cache
 def libc():
     """The C library, for the calls Python's os module lacks, each with its
     argument types declared (64-bit offsets and pointers); errno kept."""
-    global _LIBC
-    if _LIBC is None:
-        c = ctypes
-        lib = c.CDLL(None, use_errno=True)
-        lib.fallocate.argtypes = [c.c_int, c.c_int, c.c_longlong,
-                                  c.c_longlong]
-        lib.sync_file_range.argtypes = [c.c_int, c.c_longlong, c.c_longlong,
-                                        c.c_uint]
-        lib.mmap.restype = c.c_void_p
-        lib.mmap.argtypes = [c.c_void_p, c.c_size_t, c.c_int, c.c_int,
-                             c.c_int, c.c_long]
-        lib.munmap.argtypes = [c.c_void_p, c.c_size_t]
-        lib.quotactl.argtypes = [c.c_int, c.c_char_p, c.c_int, c.c_void_p]
-        lib.swapon.argtypes = [c.c_char_p, c.c_int]
-        lib.swapoff.argtypes = [c.c_char_p]
-        _LIBC = lib
-    return _LIBC
+    c = ctypes
+    lib = c.CDLL(None, use_errno=True)
+    lib.fallocate.argtypes = [c.c_int, c.c_int, c.c_longlong, c.c_longlong]
+    lib.sync_file_range.argtypes = [c.c_int, c.c_longlong, c.c_longlong,
+                                    c.c_uint]
+    lib.mmap.restype = c.c_void_p
+    lib.mmap.argtypes = [c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_int,
+                         c.c_long]
+    lib.munmap.argtypes = [c.c_void_p, c.c_size_t]
+    lib.quotactl.argtypes = [c.c_int, c.c_char_p, c.c_int, c.c_void_p]
+    lib.swapon.argtypes = [c.c_char_p, c.c_int]
+    lib.swapoff.argtypes = [c.c_char_p]
+    return lib
 
 
 def map_page(fd, off, prot):
