@@ -14,6 +14,16 @@ mkdir -p "$MNT"
 # Say something on the console; the host shows LAB: lines as progress.
 say() { echo "LAB: $*" > /dev/console 2>/dev/null || echo "LAB: $*"; }
 
+# A signal that ends the script says so first (the lab's killed_by_signal():
+# virtme-ng-init reports an exit code, not a signal).  A signal that cannot
+# be caught (SIGKILL) or dumps core (SIGBUS, SIGSEGV) is left to the kernel,
+# booted with print-fatal-signals=1.
+for _sig in HUP INT PIPE TERM; do
+	# shellcheck disable=SC2064	# expanded now, on purpose
+	trap "say 'guest script $0 ends on SIG$_sig'; trap - $_sig; kill -$_sig \$\$" $_sig
+done
+unset _sig
+
 # result PASS|FAIL name [detail]
 result() {
 	echo "$1 $2 ${3:-}" >> "$OUT/results.txt"
