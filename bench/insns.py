@@ -14,12 +14,16 @@ I/O (a block's instructions go to the symbol at or before its address; a
 call is an execution of the block at a symbol's address).  The dumps are
 removed.  Then, with or without SYSTEM_MAP, writes RESULTS_DIR/summary.md:
 per workload, total kernel instructions per I/O for each configuration
-(f2fs-4k, f2fs-lf, xfs: those run; median [min-max] over the runs), the
-filesystem's share (f2fs: the functions of fs/f2fs listed in
-RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes from the kernel's
-objects, and the bitmap helpers; xfs: those of fs/xfs and fs/iomap, in
-xfs-functions.txt), and, for f2fs-lf against each other configuration, the
-functions whose medians differ most.  --cover prints one workload's
+(f2fs-4k, f2fs-lf, xfs, f2fs-crypt-4k, f2fs-crypt-lf: those run; median
+[min-max] over the runs), the filesystem's share (f2fs: the functions of
+fs/f2fs listed in RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes
+from the kernel's objects, and the bitmap helpers; xfs: those of fs/xfs
+and fs/iomap, in xfs-functions.txt), with encrypted files the share of
+blk-crypto-fallback, the cipher and its kernel FPU sections
+(crypto-functions.txt: what inline encryption hardware does on a phone)
+and the totals without it, and, for
+f2fs-lf against f2fs-4k and xfs and f2fs-crypt-lf against f2fs-crypt-4k,
+the functions whose medians differ most.  --cover prints one workload's
 (rand-fsync's unless named; f2fs-lf against f2fs-4k, or against xfs when
 f2fs-4k did not run) as plain text for the cover letter.
 """
@@ -34,9 +38,14 @@ import sys
 TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
-CFGS = ["f2fs-4k", "f2fs-lf", "xfs"]	# in the order of the tables
+# in the order of the tables
+CFGS = ["f2fs-4k", "f2fs-lf", "xfs", "f2fs-crypt-4k", "f2fs-crypt-lf"]
 LF = "f2fs-lf"				# what the others are compared with
-SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs"}
+# the comparisons: large folios against the others of their kind
+PAIRS = [("f2fs-lf", "f2fs-4k"), ("f2fs-lf", "xfs"),
+         ("f2fs-crypt-lf", "f2fs-crypt-4k")]
+SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs",
+         "f2fs-crypt-4k": "crypt-4k", "f2fs-crypt-lf": "crypt-lf"}
 WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
     "rand-fsync": ("a 4 KiB random overwrite of a cached file, and its "
                    "fsync", "write"),
@@ -56,6 +65,7 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
                      "the cache", "write"),
     "read-hole-64k": ("a 64 KiB read of a sparse file (no blocks), cold "
                       "cache", "read"),
+    "read-1m": ("a 1 MiB read of a written file, cold cache", "MiB"),
 }
 ZERO = (0.0, 0.0)
 
@@ -129,12 +139,7 @@ def fs_share(d, fm):
     (or named f2fs or ffs_: a function of an older build) and the bitmap
     and find-bit helpers they call; for xfs those of fs/xfs and fs/iomap in
     xfs-functions.txt.  None for a configuration without its list."""
-    lists = {}
-    for fs in ("f2fs", "xfs"):
-        path = os.path.join(d, f"{fs}-functions.txt")
-        if os.path.exists(path):
-            with open(path) as f:
-                lists[fs] = set(f.read().split())
+    lists = fn_lists(d)
 
     def mine(fs, fn):
         if fs == "xfs":
@@ -149,6 +154,28 @@ def fs_share(d, fm):
     return out
 
 
+def fn_lists(d):
+    """The function lists ./lab insns wrote: f2fs, xfs, crypto."""
+    lists = {}
+    for what in ("f2fs", "xfs", "crypto"):
+        path = os.path.join(d, f"{what}-functions.txt")
+        if os.path.exists(path):
+            with open(path) as f:
+                lists[what] = set(f.read().split())
+    return lists
+
+
+def crypto_share(d, fm):
+    """Per configuration, the instructions per I/O of blk-crypto-fallback,
+    the cipher it calls and the cipher's kernel FPU sections
+    (crypto-functions.txt), or None without it."""
+    names = fn_lists(d).get("crypto")
+    if names is None:
+        return None
+    return {c: sum(v[0] for fn, v in fm[c].items() if fn in names)
+            for c in fm}
+
+
 def med(xs):
     return statistics.median(xs) if xs else 0.0
 
@@ -159,11 +186,11 @@ def configs(data, wl):
     return [c for c in CFGS if c in have]
 
 
-def ranked(data, wl, base):
+def ranked(data, wl, base, lf=LF):
     """Workload wl's totals per configuration, sorted, its functions'
     (instructions, calls) per configuration, and the function names, those
-    whose instructions per I/O differ most between f2fs-lf and base first,
-    ties by name."""
+    whose instructions per I/O differ most between lf and base first, ties
+    by name."""
     cfgs = configs(data, wl)
     tot = {c: sorted(r["total"] for r in data["runs"]
                      if r["workload"] == wl and r["config"] == c)
@@ -171,8 +198,8 @@ def ranked(data, wl, base):
     fm = {c: {fn: tuple(v) for fn, v in data["funcs"][wl][c].items()}
           for c in cfgs}
     # ties by name: a set's order changes from run to run (hash seeds)
-    names = sorted(set(fm[base]) | set(fm[LF]), key=lambda fn: (-abs(
-        fm[LF].get(fn, ZERO)[0] - fm[base].get(fn, ZERO)[0]), fn))
+    names = sorted(set(fm[base]) | set(fm[lf]), key=lambda fn: (-abs(
+        fm[lf].get(fn, ZERO)[0] - fm[base].get(fn, ZERO)[0]), fn))
     return tot, fm, names
 
 
@@ -193,39 +220,59 @@ def summary(d):
            "takes are the same every time, so their per-function counts "
            "barely move.  The filesystem's functions: for f2fs those of "
            "fs/f2fs and the bitmap helpers they call, for xfs those of "
-           "fs/xfs and fs/iomap.", ""]
+           "fs/xfs and fs/iomap." + ("  The crypto of encrypted files: "
+           "blk-crypto-fallback, the cipher it calls (crypto/, "
+           "lib/crypto/) and the kernel FPU sections the cipher runs in "
+           "(arch/x86/kernel/fpu/, and local_bh_enable(), which ends "
+           "each), the work inline encryption hardware does on a phone; "
+           "its bounce pages' allocation is not in it."
+                                    if "crypto" in fn_lists(d) else ""), ""]
     for wl in dict.fromkeys(r["workload"] for r in runs):
         cfgs = configs(data, wl)
-        bases = [c for c in cfgs if c != LF]
-        if LF not in cfgs or not bases:
-            sys.exit(f"{d}: {wl} needs f2fs-lf and another configuration")
-        tot, fm, _ = ranked(data, wl, bases[0])
-        diffs = [f"lf - {SHORT[b]}" for b in bases]
+        pairs = [(a, b) for a, b in PAIRS if a in cfgs and b in cfgs]
+        if not pairs:
+            sys.exit(f"{d}: {wl} needs f2fs-lf and f2fs-4k or xfs, or "
+                     "f2fs-crypt-lf and f2fs-crypt-4k")
+        tot, fm, _ = ranked(data, wl, *pairs[0][::-1])
+        diffs = [f"{SHORT[a]} - {SHORT[b]}" for a, b in pairs]
         out += [f"## {wl}", "", f"An I/O: {WORKLOADS.get(wl, (wl,))[0]}.", "",
                 "| | " + " | ".join(cfgs + diffs) + " |",
                 "|---|" + "---:|" * (len(cfgs) + len(diffs))]
         m = {c: med(tot[c]) for c in cfgs}
         out.append("| kernel instructions per I/O | " + " | ".join(
             [f"{m[c]:.0f} [{tot[c][0]:.0f}-{tot[c][-1]:.0f}]" for c in cfgs]
-            + [f"{m[LF] - m[b]:+.0f} (x{m[b] / m[LF]:.3f})" for b in bases])
+            + [f"{m[a] - m[b]:+.0f} (x{m[b] / m[a]:.3f})" for a, b in pairs])
             + " |")
         share = fs_share(d, fm)
         if all(share[c] is not None for c in cfgs):
             out.append("| of which the filesystem's functions (sum of "
                        "medians) | " + " | ".join(
                            [f"{share[c]:.0f}" for c in cfgs] +
-                           [f"{share[LF] - share[b]:+.0f}" for b in bases])
+                           [f"{share[a] - share[b]:+.0f}" for a, b in pairs])
                        + " |")
+        cry = crypto_share(d, fm)
+        if cry is not None:
+            rest = {c: m[c] - cry[c] for c in cfgs}
+            out.append("| of which blk-crypto-fallback, the cipher and its "
+                       "FPU sections (sum of medians) | " + " | ".join(
+                           [f"{cry[c]:.0f}" for c in cfgs] +
+                           [f"{cry[a] - cry[b]:+.0f}" for a, b in pairs])
+                       + " |")
+            out.append("| kernel instructions per I/O without them | " +
+                       " | ".join([f"{rest[c]:.0f}" for c in cfgs] +
+                                  [f"{rest[a] - rest[b]:+.0f} "
+                                   f"(x{rest[b] / rest[a]:.3f})"
+                                   for a, b in pairs]) + " |")
         out.append("")
-        for b in bases:
-            _, _, names = ranked(data, wl, b)
+        for lf, b in pairs:
+            _, _, names = ranked(data, wl, b, lf)
             out += [f"Functions whose instructions per I/O differ most, "
-                    f"f2fs-lf against {b} (exclusive: callees count apart; "
+                    f"{lf} against {b} (exclusive: callees count apart; "
                     "calls per I/O in parentheses):", "",
-                    f"| function | {b} | f2fs-lf | lf - {SHORT[b]} |",
+                    f"| function | {b} | {lf} | {SHORT[lf]} - {SHORT[b]} |",
                     "|---|---:|---:|---:|"]
             for fn in names[:TOP]:
-                a, c = fm[b].get(fn, ZERO), fm[LF].get(fn, ZERO)
+                a, c = fm[b].get(fn, ZERO), fm[lf].get(fn, ZERO)
                 out.append(f"| {fn} | {a[0]:.1f} ({a[1]:.2f}) | "
                            f"{c[0]:.1f} ({c[1]:.2f}) | {c[0] - a[0]:+.1f} |")
             out.append("")

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Guest side of ./lab insns: each workload run in each configuration of
 # LAB_FS (f2fs with order-0 folios, f2fs-4k; with large folios, f2fs-lf;
-# xfs, large folios through iomap), interleaved, LAB_REPS times,
+# xfs, large folios through iomap; f2fs-crypt-4k and f2fs-crypt-lf, the
+# bench's encrypted files: inlinecrypt, a v2 policy with IV_INO_LBLK_64,
+# blk-crypto-fallback doing the crypto), interleaved, LAB_REPS times,
 # each run bracketed by two sethostname() calls, the marker at which the
 # host's QEMU plugin (bench/tbcount.c) closes a window of counted
 # instructions.  $OUT/windows.txt lists the runs in order: workload,
@@ -28,6 +30,8 @@
 #                overwrite cache 4k cell)
 #   read-hole-64k 64 KiB reads of a sparse file (no blocks), cold cache
 #                (the bench's read-hole 64k cell); an I/O is 64 KiB
+#   read-1m      1 MiB reads of a written file, cold cache (the bench's
+#                read-data 1M cell)
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -36,44 +40,67 @@ WLS=${LAB_WORKLOADS:-rand-fsync}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf}
 : > $OUT/windows.txt
 
-fs_of() { case $1 in f2fs-*) echo f2fs ;; *) echo $1 ;; esac; }
-# mnt CONFIG: mount $DEV on $MNT as CONFIG has it
-mnt() { mount_fs $(fs_of $1) $DEV $MNT "" "$(variant_order ${1#f2fs-})"; }
+CRYPT_POLICY=v2-iv64		# as the bench's f2fs-crypt configurations
+# mkfs_of CONFIG: the mkfs_fs name of CONFIG's filesystem
+mkfs_of() {
+	case $1 in f2fs-crypt-*) echo f2fs-crypt ;; f2fs-*) echo f2fs ;; *) echo $1 ;; esac
+}
+# mnt CONFIG: mount $DEV on $MNT as CONFIG has it (an encrypted one with
+# its key added, as after every mount)
+mnt() {
+	case $1 in
+	f2fs-crypt-*)
+		mount_fs f2fs $DEV $MNT inlinecrypt \
+			"$(variant_order ${1#f2fs-crypt-})" &&
+			crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
+	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(variant_order ${1#f2fs-})" ;;
+	*) mount_fs $1 $DEV $MNT "" "" ;;
+	esac
+}
+# up CONFIG: a new filesystem for CONFIG, mounted; sets F, the test file
+# (in an encrypted directory for f2fs-crypt-*)
+up() {
+	F=$MNT/f
+	mkfs_fs $(mkfs_of $1) $DEV && mnt $1 || return 1
+	case $1 in
+	f2fs-crypt-*) crypt_dir $MNT $MNT/enc $CRYPT_POLICY && F=$MNT/enc/f ;;
+	esac
+}
 
 for wl in ${WLS//,/ }; do
 	for rep in $(seq 1 $REPS); do
 		for v in ${FSS//,/ }; do
-			mkfs_fs $(fs_of $v) $DEV && mnt $v ||
-				{ echo "$v: mkfs/mount failed"; exit 1; }
+			up $v || { echo "$v: mkfs/mount failed"; exit 1; }
 			rw=write bs=4k engine=psync sync=--fsync=1
 			case $wl in
-			rand-fsync|mmap-write|overwrite-*)
+			rand-fsync|mmap-write|overwrite-*|read-1m)
 				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
-					-c fsync $MNT/f || exit 1
+					-c fsync $F || exit 1
 				umount $MNT && drop_caches
 				mnt $v || exit 1 ;;
 			read-hole-*)
-				truncate -s ${SIZE}M $MNT/f || exit 1
+				truncate -s ${SIZE}M $F || exit 1
 				umount $MNT && drop_caches
 				mnt $v || exit 1 ;;
 			esac
 			case $wl in
 			rand-fsync)
 				rw=randwrite
-				cat $MNT/f > /dev/null ;;
+				cat $F > /dev/null ;;
 			mmap-write) bs=1M engine=mmap sync= ;;
 			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
 			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
 			write-64k) bs=64k sync= ;;
 			overwrite-4k) sync= ;;
 			read-hole-64k) rw=read bs=64k sync= ;;
+			read-1m) rw=read bs=1M sync= ;;
 			write-fsync) ;;
 			*) echo "unknown workload $wl"; exit 1 ;;
 			esac
 			writeback_off
 			sync
 			hostname "$wl-$v-$rep"		# opens the window
-			fio --name=lab --filename=$MNT/f --rw=$rw --bs=$bs \
+			fio --name=lab --filename=$F --rw=$rw --bs=$bs \
 				--size=${SIZE}M --ioengine=$engine --iodepth=1 \
 				--direct=0 --fallocate=none --invalidate=0 \
 				$sync --output-format=json > /tmp/fio.json
