@@ -165,11 +165,10 @@ def fn_lists(d):
     return lists
 
 
-def crypto_share(d, fm):
+def crypto_share(names, fm):
     """Per configuration, the instructions per I/O of blk-crypto-fallback,
-    the cipher it calls and the cipher's kernel FPU sections
-    (crypto-functions.txt), or None without it."""
-    names = fn_lists(d).get("crypto")
+    the cipher it calls and the cipher's kernel FPU sections (names, from
+    crypto-functions.txt), or None without that list."""
     if names is None:
         return None
     return {c: sum(v[0] for fn, v in fm[c].items() if fn in names)
@@ -209,6 +208,7 @@ def summary(d):
     runs = data["runs"]
     with open(os.path.join(d, "meta.json")) as f:
         meta = json.load(f)
+    crypto = fn_lists(d).get("crypto")
     out = [f"# Kernel instructions per I/O: {meta['kernel']}", "",
            "QEMU TCG plugin bench/tbcount.c: every guest kernel instruction "
            "executed during each fio run, attributed to the function it "
@@ -226,7 +226,7 @@ def summary(d):
            "(arch/x86/kernel/fpu/, and local_bh_enable(), which ends "
            "each), the work inline encryption hardware does on a phone; "
            "its bounce pages' allocation is not in it."
-                                    if "crypto" in fn_lists(d) else ""), ""]
+                                    if crypto else ""), ""]
     for wl in dict.fromkeys(r["workload"] for r in runs):
         cfgs = configs(data, wl)
         pairs = [(a, b) for a, b in PAIRS if a in cfgs and b in cfgs]
@@ -250,7 +250,7 @@ def summary(d):
                            [f"{share[c]:.0f}" for c in cfgs] +
                            [f"{share[a] - share[b]:+.0f}" for a, b in pairs])
                        + " |")
-        cry = crypto_share(d, fm)
+        cry = crypto_share(crypto, fm)
         if cry is not None:
             rest = {c: m[c] - cry[c] for c in cfgs}
             out.append("| of which blk-crypto-fallback, the cipher and its "
