@@ -57,50 +57,6 @@ ROWS=$OUT/rows.jsonl
 : > "$ROWS"
 probe_knob
 
-# The folio order for configuration NAME: 0 (mount -o nolargefolio) for
-# f2fs-4k and f2fs-crypt-4k when the kernel has the series (upstream f2fs
-# is 4K for writable files anyway).
-order_of() {
-	case $1 in *-4k) [ -n "${LAB_HAS_KNOB:-}" ] && echo 0 ;; esac
-}
-
-# The f2fs-crypt configurations are Android's /data: mounted with
-# inlinecrypt, files in a directory with a v2 policy and IV_INO_LBLK_64
-# (blk-crypto-fallback does the crypto in the guest).
-CRYPT_POLICY=v2-iv64
-
-# dir_of NAME: where configuration NAME's test file lives.
-dir_of() {
-	case $1 in f2fs-crypt-*) echo $MNT/enc ;; *) echo $MNT ;; esac
-}
-
-# mnt NAME: mount configuration NAME's filesystem at $MNT.
-mnt() {
-	case $1 in
-	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
-	f2fs-crypt-*) mount_fs f2fs $DEV $MNT inlinecrypt "$(order_of "$1")" &&
-		ipu_policy "${LAB_IPU_POLICY:-}" &&
-		crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
-	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(order_of "$1")" &&
-		ipu_policy "${LAB_IPU_POLICY:-}" ;;
-	*) mount_fs "$1" $DEV $MNT "" "" ;;
-	esac
-}
-
-# fs_up NAME: fresh filesystem for configuration NAME on $DEV at $MNT.
-fs_up() {
-	case $1 in
-	tmpfs) ;;
-	f2fs-crypt-*) mkfs_fs f2fs-crypt $DEV || return 1 ;;
-	f2fs-*) mkfs_fs f2fs $DEV || return 1 ;;
-	*) mkfs_fs "$1" $DEV || return 1 ;;
-	esac
-	mnt "$1" || return 1
-	case $1 in
-	f2fs-crypt-*) crypt_dir $MNT $MNT/enc $CRYPT_POLICY ;;
-	esac
-}
-
 # cold NAME: remount so the next access starts with an empty cache.
 cold() {
 	[ "$1" = tmpfs ] && return 0

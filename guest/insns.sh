@@ -40,37 +40,13 @@ WLS=${LAB_WORKLOADS:-rand-fsync}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf}
 : > $OUT/windows.txt
 
-CRYPT_POLICY=v2-iv64		# as the bench's f2fs-crypt configurations
-# mkfs_of CONFIG: the mkfs_fs name of CONFIG's filesystem
-mkfs_of() {
-	case $1 in f2fs-crypt-*) echo f2fs-crypt ;; f2fs-*) echo f2fs ;; *) echo $1 ;; esac
-}
-# mnt CONFIG: mount $DEV on $MNT as CONFIG has it (an encrypted one with
-# its key added, as after every mount)
-mnt() {
-	case $1 in
-	f2fs-crypt-*)
-		mount_fs f2fs $DEV $MNT inlinecrypt \
-			"$(variant_order ${1#f2fs-crypt-})" &&
-			crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
-	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(variant_order ${1#f2fs-})" ;;
-	*) mount_fs $1 $DEV $MNT "" "" ;;
-	esac
-}
-# up CONFIG: a new filesystem for CONFIG, mounted; sets F, the test file
-# (in an encrypted directory for f2fs-crypt-*)
-up() {
-	F=$MNT/f
-	mkfs_fs $(mkfs_of $1) $DEV && mnt $1 || return 1
-	case $1 in
-	f2fs-crypt-*) crypt_dir $MNT $MNT/enc $CRYPT_POLICY && F=$MNT/enc/f ;;
-	esac
-}
+probe_knob || { echo "probe_knob: mkfs/mount failed"; exit 1; }
 
 for wl in ${WLS//,/ }; do
 	for rep in $(seq 1 $REPS); do
 		for v in ${FSS//,/ }; do
-			up $v || { echo "$v: mkfs/mount failed"; exit 1; }
+			fs_up $v || { echo "$v: mkfs/mount failed"; exit 1; }
+			F=$(dir_of $v)/f
 			rw=write bs=4k engine=psync sync=--fsync=1
 			case $wl in
 			rand-fsync|mmap-write|overwrite-*|read-1m)
