@@ -25,6 +25,7 @@
 #                back at the end (the bench's overwrite writeback 1M cell)
 #   overwrite-64k the same in 64 KiB writes (overwrite writeback 64k); an
 #                I/O is 64 KiB
+#   overwrite-4kwb the same in 4 KiB writes (overwrite writeback 4k)
 #   overwrite-4k 4 KiB overwrites of a written file, cold cache, left in
 #                the cache (writeback held off, no sync: the bench's
 #                overwrite cache 4k cell)
@@ -67,6 +68,7 @@ for wl in ${WLS//,/ }; do
 			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
 			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
 			write-64k) bs=64k sync= ;;
+			overwrite-4kwb) sync=--end_fsync=1 ;;
 			overwrite-4k) sync= ;;
 			read-hole-64k) rw=read bs=64k sync= ;;
 			read-1m) rw=read bs=1M sync= ;;
