@@ -61,7 +61,8 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
                      "writeback (fio's end_fsync)", "MiB"),
     "overwrite-64k": ("a 64 KiB overwrite of a written, cold file, and its "
                       "writeback (fio's end_fsync)", "write"),
-    "overwrite-4kwb": ("a 4 KiB overwrite of a written, cold file, and its writeback (fio's end_fsync)", "write"),
+    "overwrite-4kwb": ("a 4 KiB overwrite of a written, cold file, and "
+                       "its writeback (fio's end_fsync)", "write"),
     "overwrite-4k": ("a 4 KiB overwrite of a written, cold file, left in "
                      "the cache", "write"),
     "read-hole-64k": ("a 64 KiB read of a sparse file (no blocks), cold "
