@@ -57,12 +57,6 @@ ROWS=$OUT/rows.jsonl
 : > "$ROWS"
 probe_knob
 
-# cold NAME: remount so the next access starts with an empty cache.
-cold() {
-	[ "$1" = tmpfs ] && return 0
-	umount $MNT && drop_caches && mnt "$1"
-}
-
 # frag_on: fragment free memory (see guest/frag.c) until frag_off.  The
 # caches are dropped and memory compacted first, so every cell starts from
 # the same state; compaction may not move the pages frag locks.

@@ -53,12 +53,10 @@ for wl in ${WLS//,/ }; do
 			rand-fsync|mmap-write|overwrite-*|read-1m)
 				xfs_io -f -c "pwrite -q -b 1m 0 ${SIZE}M" \
 					-c fsync $F || exit 1
-				umount $MNT && drop_caches
-				mnt $v || exit 1 ;;
+				cold $v || exit 1 ;;
 			read-hole-*)
 				truncate -s ${SIZE}M $F || exit 1
-				umount $MNT && drop_caches
-				mnt $v || exit 1 ;;
+				cold $v || exit 1 ;;
 			esac
 			case $wl in
 			rand-fsync)

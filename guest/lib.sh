@@ -216,6 +216,13 @@ fs_up() {
 	esac
 }
 
+# cold NAME: remount so the next access starts with an empty cache (tmpfs
+# has no other copy of its files, so it stays as it is).
+cold() {
+	[ "$1" = tmpfs ] && return 0
+	umount $MNT && drop_caches && mnt "$1"
+}
+
 # Whether to run the ext4 and xfs controls (LAB_CONTROLS=0: no); the long
 # ones (fx, edges) only in the full and long forms.
 controls() { [ "${LAB_CONTROLS:-1}" != 0 ]; }
