@@ -2093,6 +2093,155 @@ def quota_writer(d, ops):
                      f"{QUOTA_ID} and read back")
 
 
+def quota_set_limit(dev, qid, kib):
+    """Set the block hard and soft limits of user qid to kib KiB (0: no
+    limit): quotactl(Q_SETQUOTA) with QIF_BLIMITS."""
+    buf = ctypes.create_string_buffer(struct.pack(
+        "<8QI4x", kib, kib, 0, 0, 0, 0, 0, 0, 1), 72)
+    cmd = (0x800008 << 8) - (1 << 32)                   # QCMD(Q_SETQUOTA)
+    if libc().quotactl(cmd, dev.encode(), qid, buf):
+        raise Mismatch(f"Q_SETQUOTA user {qid}: "
+                       f"{os.strerror(ctypes.get_errno())}")
+
+
+def as_quota_user(fn):
+    """Run fn() as user and group QUOTA_ID in a child; return what it
+    returns (an int), or raise what it raised as a Mismatch."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        msg = b"E"
+        try:
+            os.setgid(QUOTA_ID)
+            os.setuid(QUOTA_ID)
+            msg = b"%d" % fn()
+        except (Mismatch, OSError) as e:
+            msg = b"E" + str(e).encode()
+        os.write(w, msg)
+        os._exit(0)
+    os.close(w)
+    msg = b""
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        msg += b
+    os.close(r)
+    os.waitpid(pid, 0)
+    if msg.startswith(b"E"):
+        raise Mismatch(f"as user {QUOTA_ID}: {msg[1:].decode()}")
+    return int(msg)
+
+
+def case_quota_limit(d):
+    """A buffered write that reaches the user's block quota part way, past
+    two dnode boundaries: the write is short, and what it wrote reads back.
+    With order-0 folios it stops at the last block the quota allows; with
+    large folios it may stop at the start of the folio whose blocks the
+    quota cannot all cover (->write_begin takes a large folio's missing
+    blocks for the whole range it writes, as XFS reserves a write's range
+    at once), so then writes of 4 KiB fill the rest.  Either way, writing
+    4 KiB at a time until EDQUOT fills the quota to within a data and a
+    node block, so no reservation leaks; an overwrite of written blocks
+    at the limit succeeds; the charges equal the blocks the files hold,
+    cached, after sync and after a cache drop.  Then, without a limit,
+    the rest of the 12 MiB is written."""
+    dev = mount_source(d)
+    qd = os.path.join(d, "qlimit")
+    os.mkdir(qd)
+    os.chmod(qd, 0o1777)
+    path = os.path.join(qd, "f")
+    off, size = MIB + 5, 12 * MIB
+    data = pattern(400, size)
+    used = quota_usage(dev, 0, QUOTA_ID)[0]
+    # room for about 9 MiB of data and its node blocks
+    limit = (used // 1024 + 9 * 1024 + 36) * 1024
+    quota_set_limit(dev, QUOTA_ID, limit // 1024)
+    try:
+        def write():
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            n = os.pwrite(fd, data, off)
+            if n >= size:
+                raise Mismatch(f"the write of {size} bytes past the quota "
+                               "was not short")
+            filled = n
+            while True:
+                try:
+                    m = os.pwrite(fd, data[filled:filled + 4096],
+                                  off + filled)
+                except OSError as e:
+                    if e.errno != errno.EDQUOT:
+                        raise
+                    break
+                if not m:
+                    raise Mismatch(f"a write at {off + filled} wrote 0")
+                filled += m
+            if filled - n >= 2 * MIB:
+                raise Mismatch(f"the write stopped at {off + n}, "
+                               f"{filled - n} bytes before writes of 4 KiB "
+                               "reached the quota: more than a folio")
+            # overwrite written blocks at the limit: no block to take
+            m = os.pwrite(fd, data[MIB:2 * MIB][::-1], off + MIB)
+            if m != MIB:
+                raise Mismatch(f"an overwrite at the limit wrote {m} of "
+                               f"{MIB} bytes")
+            os.close(fd)
+            return n << 32 | filled
+        r = as_quota_user(write)
+        n, filled = r >> 32, r & 0xffffffff
+        charged = quota_usage(dev, 0, QUOTA_ID)[0]
+        if not limit - 8 * KIB < charged <= limit:
+            raise Mismatch(f"writes of 4 KiB stopped by EDQUOT at "
+                           f"{off + filled} with {charged} bytes charged, "
+                           f"the limit is {limit}: not within a data and a "
+                           "node block of it")
+        f = File.__new__(File)
+        f.path, f.fd = path, os.open(path, os.O_RDWR)
+        f.model = bytearray(off) + data[:filled]
+        f.model[off + MIB:off + 2 * MIB] = data[MIB:2 * MIB][::-1]
+        f.verify("at the limit (cached)")
+        quota_user_check(d, dev, "at the limit (cached)")
+        f.verify_all("at the limit")
+        quota_user_check(d, dev, "at the limit (after fsync and a cache "
+                         "drop)")
+    finally:
+        quota_set_limit(dev, QUOTA_ID, 0)
+
+    def rest():
+        fd = os.open(path, os.O_RDWR)
+        m = os.pwrite(fd, data[filled:], off + filled)
+        os.close(fd)
+        return m
+    m = as_quota_user(rest)
+    if m != size - filled:
+        raise Mismatch(f"the rest, without a limit: {m} of "
+                       f"{size - filled} bytes written")
+    f.model += data[filled:]
+    f.verify_all("the rest written without a limit")
+    quota_user_check(d, dev, "the rest written (after fsync and a cache "
+                     "drop)")
+    lf = large_folios(path, "quota-limit: read back")
+    f.close()
+    print(f"quota-limit: a {size >> 20} MiB write stopped by the quota at "
+          f"block {(off + n) // 4096}, writes of 4 KiB at block "
+          f"{(off + filled) // 4096}, {limit - charged} bytes below the "
+          f"limit; charges equal the blocks ({lf} pages in large folios)")
+
+
+def quota_user_check(d, dev, what):
+    """The user and group charges of QUOTA_ID equal the blocks of its files
+    under d."""
+    for qtype, name, test in (
+            (0, "user", lambda st: st.st_uid == QUOTA_ID),
+            (1, "group", lambda st: st.st_gid == QUOTA_ID)):
+        got = quota_usage(dev, qtype, QUOTA_ID)[0]
+        want = quota_expected(d, test)[0]
+        if got != want:
+            raise Mismatch(f"{what}: {name} quota charges {got} bytes, "
+                           f"its files have {want}")
+
+
 def case_quota(d):
     """Quota (mkfs -O quota,project_quota; usrquota, grpquota, prjquota,
     as on Android's /data): the blocks that writes into large folios
@@ -2154,6 +2303,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "dnode-span": case_dnode_span, "runs": case_runs,
+         "quota-limit": case_quota_limit,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,

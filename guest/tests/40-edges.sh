@@ -18,7 +18,8 @@
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
-# and reclaim under memory pressure.  xfs is the control.
+# writes that reach the block quota part way, and reclaim under memory
+# pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 # edges_one NAME FS OPTS ORDER CASES [FOLIOS] [POLICY]: the cases on a fresh
@@ -75,7 +76,8 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" "compress" "$(variant_folios $v)"
 	edges_one "edges-f2fs-quota-$v" f2fs-quota \
 		"usrquota,grpquota,prjquota" "$(variant_order $v)" \
-		"quota straddle truncate punch dio gc" "$(variant_folios $v)"
+		"quota quota-limit straddle truncate punch dio gc" \
+		"$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
 		"verity-gc verity-read verity-corrupt" "$(variant_folios $v)"
