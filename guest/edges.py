@@ -2134,19 +2134,65 @@ def as_quota_user(fn):
     return int(msg)
 
 
+def write_to_limit(path, data, off, err, user=False):
+    """Write data at off of path in one pwrite(), which must be short, then
+    4 KiB at a time until a write fails with errno err; as user QUOTA_ID
+    if user.  Return (bytes of the first write, bytes written in all).
+    With order-0 folios the first write stops at the last block that
+    fits; with large folios it may stop at the start of the folio whose
+    blocks do not all fit (->write_begin takes a large folio's missing
+    blocks for the whole range it writes, as XFS reserves a write's
+    range at once), and the writes of 4 KiB fill the rest, less than a
+    folio."""
+    def work():
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        n = os.pwrite(fd, data, off)
+        if n >= len(data):
+            raise Mismatch(f"a write of {len(data)} bytes past the limit "
+                           "was not short")
+        filled = n
+        while True:
+            try:
+                m = os.pwrite(fd, data[filled:filled + 4096], off + filled)
+            except OSError as e:
+                if e.errno != err:
+                    raise
+                break
+            if not m:
+                raise Mismatch(f"a write at {off + filled} wrote 0")
+            filled += m
+        if filled - n >= 2 * MIB:
+            raise Mismatch(f"the write stopped at {off + n}, {filled - n} "
+                           "bytes before writes of 4 KiB reached the limit: "
+                           "more than a folio")
+        # overwrite written blocks at the limit: no block to take
+        m = os.pwrite(fd, data[MIB:2 * MIB][::-1], off + MIB)
+        if m != MIB:
+            raise Mismatch(f"an overwrite at the limit wrote {m} of {MIB} "
+                           "bytes")
+        os.close(fd)
+        return n << 32 | filled
+    r = as_quota_user(work) if user else work()
+    return r >> 32, r & 0xffffffff
+
+
+def limit_file(path, off, data, filled):
+    """The File written by write_to_limit()."""
+    f = File.__new__(File)
+    f.path, f.fd = path, os.open(path, os.O_RDWR)
+    f.model = bytearray(off) + data[:filled]
+    f.model[off + MIB:off + 2 * MIB] = data[MIB:2 * MIB][::-1]
+    return f
+
+
 def case_quota_limit(d):
     """A buffered write that reaches the user's block quota part way, past
-    two dnode boundaries: the write is short, and what it wrote reads back.
-    With order-0 folios it stops at the last block the quota allows; with
-    large folios it may stop at the start of the folio whose blocks the
-    quota cannot all cover (->write_begin takes a large folio's missing
-    blocks for the whole range it writes, as XFS reserves a write's range
-    at once), so then writes of 4 KiB fill the rest.  Either way, writing
-    4 KiB at a time until EDQUOT fills the quota to within a data and a
-    node block, so no reservation leaks; an overwrite of written blocks
-    at the limit succeeds; the charges equal the blocks the files hold,
-    cached, after sync and after a cache drop.  Then, without a limit,
-    the rest of the 12 MiB is written."""
+    two dnode boundaries (write_to_limit()): the write is short, what it
+    wrote reads back, writes of 4 KiB then fill the quota to within a data
+    and a node block, so no reservation leaks; an overwrite of written
+    blocks at the limit succeeds; the charges equal the blocks the files
+    hold, cached, after sync and after a cache drop.  Then, without a
+    limit, the rest of the 12 MiB is written."""
     dev = mount_source(d)
     qd = os.path.join(d, "qlimit")
     os.mkdir(qd)
@@ -2159,47 +2205,14 @@ def case_quota_limit(d):
     limit = (used // 1024 + 9 * 1024 + 36) * 1024
     quota_set_limit(dev, QUOTA_ID, limit // 1024)
     try:
-        def write():
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            n = os.pwrite(fd, data, off)
-            if n >= size:
-                raise Mismatch(f"the write of {size} bytes past the quota "
-                               "was not short")
-            filled = n
-            while True:
-                try:
-                    m = os.pwrite(fd, data[filled:filled + 4096],
-                                  off + filled)
-                except OSError as e:
-                    if e.errno != errno.EDQUOT:
-                        raise
-                    break
-                if not m:
-                    raise Mismatch(f"a write at {off + filled} wrote 0")
-                filled += m
-            if filled - n >= 2 * MIB:
-                raise Mismatch(f"the write stopped at {off + n}, "
-                               f"{filled - n} bytes before writes of 4 KiB "
-                               "reached the quota: more than a folio")
-            # overwrite written blocks at the limit: no block to take
-            m = os.pwrite(fd, data[MIB:2 * MIB][::-1], off + MIB)
-            if m != MIB:
-                raise Mismatch(f"an overwrite at the limit wrote {m} of "
-                               f"{MIB} bytes")
-            os.close(fd)
-            return n << 32 | filled
-        r = as_quota_user(write)
-        n, filled = r >> 32, r & 0xffffffff
+        n, filled = write_to_limit(path, data, off, errno.EDQUOT, user=True)
         charged = quota_usage(dev, 0, QUOTA_ID)[0]
         if not limit - 8 * KIB < charged <= limit:
             raise Mismatch(f"writes of 4 KiB stopped by EDQUOT at "
                            f"{off + filled} with {charged} bytes charged, "
                            f"the limit is {limit}: not within a data and a "
                            "node block of it")
-        f = File.__new__(File)
-        f.path, f.fd = path, os.open(path, os.O_RDWR)
-        f.model = bytearray(off) + data[:filled]
-        f.model[off + MIB:off + 2 * MIB] = data[MIB:2 * MIB][::-1]
+        f = limit_file(path, off, data, filled)
         f.verify("at the limit (cached)")
         quota_user_check(d, dev, "at the limit (cached)")
         f.verify_all("at the limit")
@@ -2227,6 +2240,62 @@ def case_quota_limit(d):
           f"block {(off + n) // 4096}, writes of 4 KiB at block "
           f"{(off + filled) // 4096}, {limit - charged} bytes below the "
           f"limit; charges equal the blocks ({lf} pages in large folios)")
+
+
+def case_enospc(d):
+    """A buffered write that fills the filesystem part way, past two dnode
+    boundaries (write_to_limit()): the free space is taken first by a
+    preallocated filler file but for about 9 MiB.  The write is short,
+    what it wrote reads back, writes of 4 KiB then fill the space left
+    to users to within a few blocks (statfs), so no block reservation
+    leaks; an overwrite of written blocks on the full filesystem
+    succeeds.  Then, the filler deleted, the rest of the 12 MiB is
+    written, and all of it reads back after fsync and a cache drop; fsck
+    after the case finds the filesystem clean."""
+    path = os.path.join(d, "enospc")
+    filler = os.path.join(d, "enospc-filler")
+    # Block-aligned: f2fs preallocates a write's whole blocks first, up to
+    # the last free one, and then has none left for a partial first block,
+    # which it reserves at ->write_begin, so an unaligned write fails whole
+    # (7.3 does so too, with order-0 folios).
+    off, size = MIB, 12 * MIB
+    data = pattern(410, size)
+    os.sync()
+    st = os.statvfs(d)
+    room = st.f_bavail * st.f_frsize - 9 * MIB
+    fd = os.open(filler, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if libc().fallocate(fd, 0, 0, room):
+            e = ctypes.get_errno()
+            raise Mismatch(f"fallocate of the filler ({room} bytes): "
+                           f"{os.strerror(e)}")
+        os.close(fd)
+        fd = -1
+        n, filled = write_to_limit(path, data, off, errno.ENOSPC)
+        os.sync()
+        st = os.statvfs(d)
+        left = st.f_bavail * st.f_frsize
+        if left >= 16 * KIB:
+            raise Mismatch(f"writes of 4 KiB stopped by ENOSPC at "
+                           f"{off + filled} with {left} bytes free to users")
+        f = limit_file(path, off, data, filled)
+        f.verify_all("on the full filesystem")
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        os.unlink(filler)
+    m = os.pwrite(f.fd, data[filled:], off + filled)
+    if m != size - filled:
+        raise Mismatch(f"the rest, the filler deleted: {m} of "
+                       f"{size - filled} bytes written")
+    f.model += data[filled:]
+    f.verify_all("the rest written after deleting the filler")
+    lf = large_folios(path, "enospc: read back")
+    f.close()
+    print(f"enospc: a {size >> 20} MiB write stopped by ENOSPC at block "
+          f"{(off + n) // 4096}, writes of 4 KiB at block "
+          f"{(off + filled) // 4096}, {left} bytes left; all read back "
+          f"({lf} pages in large folios)")
 
 
 def quota_user_check(d, dev, what):
@@ -2303,7 +2372,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "dnode-span": case_dnode_span, "runs": case_runs,
-         "quota-limit": case_quota_limit,
+         "quota-limit": case_quota_limit, "enospc": case_enospc,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,

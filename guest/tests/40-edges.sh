@@ -18,8 +18,8 @@
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
-# writes that reach the block quota part way, and reclaim under memory
-# pressure.  xfs is the control.
+# writes that reach the block quota or fill the filesystem part way, and
+# reclaim under memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
 # edges_one NAME FS OPTS ORDER CASES [FOLIOS] [POLICY]: the cases on a fresh
@@ -53,7 +53,7 @@ edges_one() {
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race
-	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure"
+	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure enospc"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
@@ -88,7 +88,7 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
 		cp-disable extent partial-read holes atomic atomic-cow atomic-gc
-		atomic-pin pressure" \
+		atomic-pin pressure enospc" \
 		"$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
