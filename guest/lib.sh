@@ -122,11 +122,13 @@ writeback_off() {
 # script's whole process group right after a cache drop, before the next
 # mount (bench and insns runs on v22, exit code 143 under setsid); that
 # run is the only program in between.  Should it be the sender, the
-# signal stays in its group, and its failure is reported.
+# signal stays in its group, and its failure is reported.  A bench guest
+# with two others on the two host cores also went silent there for 25
+# minutes, its vCPU running; the run has five minutes of guest time.
 drop_caches() {
 	echo 3 > /proc/sys/vm/drop_caches
-	setsid -w fio --name=warm --filename=/dev/null --rw=write --bs=4k \
-		--size=64k --ioengine=psync > /tmp/warm.log 2>&1 ||
+	setsid -w timeout -k 10 300 fio --name=warm --filename=/dev/null \
+		--rw=write --bs=4k --size=64k --ioengine=psync > /tmp/warm.log 2>&1 ||
 		say "drop_caches: the warm-up fio exited $?: $(tail -c 300 /tmp/warm.log)"
 }
 
