@@ -2057,36 +2057,59 @@ def quota_check(d, dev, projid, what):
     return got
 
 
+def as_quota_user(fn):
+    """Run fn() as user and group QUOTA_ID in a child; return what it
+    returns (an int), or raise what it raised as a Mismatch.  The child
+    ends here whatever fn() does, so no exception reaches the caller's
+    code in the child."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        msg = b"E"
+        try:
+            os.setgid(QUOTA_ID)
+            os.setuid(QUOTA_ID)
+            msg = b"%d" % fn()
+        except BaseException as e:
+            msg = b"E" + str(e).encode()
+        finally:
+            os.write(w, msg)
+            os._exit(0)
+    os.close(w)
+    msg = b""
+    while True:
+        b = os.read(r, 4096)
+        if not b:
+            break
+        msg += b
+    os.close(r)
+    os.waitpid(pid, 0)
+    if msg.startswith(b"E"):
+        raise Mismatch(f"as user {QUOTA_ID}: {msg[1:].decode()}")
+    return int(msg)
+
+
 def quota_writer(d, ops):
     """As user and group QUOTA_ID: write, truncate and punch files in d,
     checking what reads back, cached and after fsync and a drop of the
     clean cache (no root for drop_caches here)."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgid(QUOTA_ID)
-            os.setuid(QUOTA_ID)
-            for name, seed in ops:
-                f = File(os.path.join(d, name))
-                for i in range(4):
-                    f.write(i * MIB + i * 4097, pattern(seed + i, MIB))
-                f.write(6 * MIB, pattern(seed + 9, 5000))     # sparse
-                f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE,
-                            MIB - 100, 200 * KIB)
-                f.truncate(5 * MIB + 3)
-                f.verify(f"{name} (cached)")
-                os.fsync(f.fd)
-                os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                f.verify(f"{name} (after fsync and a cache drop)")
-                f.close()
-            code = 0
-        except (Mismatch, OSError) as e:
-            print(f"edges: FAIL quota writer: {e}", flush=True)
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    if status:
-        raise Mismatch("the quota writer failed (see above)")
+    def write():
+        for name, seed in ops:
+            f = File(os.path.join(d, name))
+            for i in range(4):
+                f.write(i * MIB + i * 4097, pattern(seed + i, MIB))
+            f.write(6 * MIB, pattern(seed + 9, 5000))         # sparse
+            f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE,
+                        MIB - 100, 200 * KIB)
+            f.truncate(5 * MIB + 3)
+            f.verify(f"{name} (cached)")
+            os.fsync(f.fd)
+            os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            f.verify(f"{name} (after fsync and a cache drop)")
+            f.close()
+        return 0
+    as_quota_user(write)
     # Read back last, so cached by readahead (folio-stat needs root).
     for name, _ in ops:
         large_folios(os.path.join(d, name), f"{name}: written by user "
@@ -2102,36 +2125,6 @@ def quota_set_limit(dev, qid, kib):
     if libc().quotactl(cmd, dev.encode(), qid, buf):
         raise Mismatch(f"Q_SETQUOTA user {qid}: "
                        f"{os.strerror(ctypes.get_errno())}")
-
-
-def as_quota_user(fn):
-    """Run fn() as user and group QUOTA_ID in a child; return what it
-    returns (an int), or raise what it raised as a Mismatch."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        msg = b"E"
-        try:
-            os.setgid(QUOTA_ID)
-            os.setuid(QUOTA_ID)
-            msg = b"%d" % fn()
-        except (Mismatch, OSError) as e:
-            msg = b"E" + str(e).encode()
-        os.write(w, msg)
-        os._exit(0)
-    os.close(w)
-    msg = b""
-    while True:
-        b = os.read(r, 4096)
-        if not b:
-            break
-        msg += b
-    os.close(r)
-    os.waitpid(pid, 0)
-    if msg.startswith(b"E"):
-        raise Mismatch(f"as user {QUOTA_ID}: {msg[1:].decode()}")
-    return int(msg)
 
 
 def write_to_limit(path, data, off, err, user=False):
