@@ -22,6 +22,7 @@ import ctypes
 import errno
 import fcntl
 import functools
+import json
 import mmap
 import os
 import random
@@ -82,12 +83,18 @@ def drop_caches():
 
 
 class File:
-    """A file and its expected content."""
+    """A file and its expected content: a new, empty file, or, given its
+    content (model), a file written already."""
 
-    def __init__(self, path):
+    def __init__(self, path, model=None):
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.model = bytearray()
+        if model is None:
+            self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+                              0o644)
+            self.model = bytearray()
+        else:
+            self.fd = os.open(path, os.O_RDWR)
+            self.model = bytearray(model)
 
     def write(self, off, data):
         done = 0
@@ -2040,7 +2047,10 @@ def quota_expected(d, test):
     return nbytes, inodes
 
 
-def quota_check(d, dev, projid, what):
+def quota_check(d, dev, what, projid=None):
+    """The user and group charges of QUOTA_ID (bytes and inodes) equal what
+    its files and directories under d hold; with projid, the project's
+    bytes equal what d/proj holds.  Return the project's charges."""
     for qtype, name, test in (
             (0, "user", lambda st: st.st_uid == QUOTA_ID),
             (1, "group", lambda st: st.st_gid == QUOTA_ID)):
@@ -2049,6 +2059,8 @@ def quota_check(d, dev, projid, what):
         if got != want:
             raise Mismatch(f"{what}: {name} quota charges (bytes, inodes) "
                            f"{got}, the files have {want}")
+    if projid is None:
+        return None
     got = quota_usage(dev, 2, projid)
     want = quota_expected(os.path.join(d, "proj"), lambda st: True)
     if got[0] != want[0]:
@@ -2059,9 +2071,9 @@ def quota_check(d, dev, projid, what):
 
 def as_quota_user(fn):
     """Run fn() as user and group QUOTA_ID in a child; return what it
-    returns (an int), or raise what it raised as a Mismatch.  The child
-    ends here whatever fn() does, so no exception reaches the caller's
-    code in the child."""
+    returns (anything json can carry: a tuple comes back as a list), or
+    raise what it raised as a Mismatch.  The child ends here whatever fn()
+    does, so no exception reaches the caller's code in the child."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -2070,7 +2082,7 @@ def as_quota_user(fn):
         try:
             os.setgid(QUOTA_ID)
             os.setuid(QUOTA_ID)
-            msg = b"%d" % fn()
+            msg = json.dumps(fn()).encode()
         except BaseException as e:
             msg = b"E" + str(e).encode()
         finally:
@@ -2087,7 +2099,7 @@ def as_quota_user(fn):
     os.waitpid(pid, 0)
     if msg.startswith(b"E"):
         raise Mismatch(f"as user {QUOTA_ID}: {msg[1:].decode()}")
-    return int(msg)
+    return json.loads(msg)
 
 
 def quota_writer(d, ops):
@@ -2164,18 +2176,15 @@ def write_to_limit(path, data, off, err, user=False):
             raise Mismatch(f"an overwrite at the limit wrote {m} of {MIB} "
                            "bytes")
         os.close(fd)
-        return n << 32 | filled
-    r = as_quota_user(work) if user else work()
-    return r >> 32, r & 0xffffffff
+        return n, filled
+    return tuple(as_quota_user(work)) if user else work()
 
 
 def limit_file(path, off, data, filled):
     """The File written by write_to_limit()."""
-    f = File.__new__(File)
-    f.path, f.fd = path, os.open(path, os.O_RDWR)
-    f.model = bytearray(off) + data[:filled]
-    f.model[off + MIB:off + 2 * MIB] = data[MIB:2 * MIB][::-1]
-    return f
+    model = bytearray(off) + data[:filled]
+    model[off + MIB:off + 2 * MIB] = data[MIB:2 * MIB][::-1]
+    return File(path, model)
 
 
 def case_quota_limit(d):
@@ -2207,9 +2216,9 @@ def case_quota_limit(d):
                            "node block of it")
         f = limit_file(path, off, data, filled)
         f.verify("at the limit (cached)")
-        quota_user_check(d, dev, "at the limit (cached)")
+        quota_check(d, dev, "at the limit (cached)")
         f.verify_all("at the limit")
-        quota_user_check(d, dev, "at the limit (after fsync and a cache "
+        quota_check(d, dev, "at the limit (after fsync and a cache "
                          "drop)")
     finally:
         quota_set_limit(dev, QUOTA_ID, 0)
@@ -2225,7 +2234,7 @@ def case_quota_limit(d):
                        f"{size - filled} bytes written")
     f.model += data[filled:]
     f.verify_all("the rest written without a limit")
-    quota_user_check(d, dev, "the rest written (after fsync and a cache "
+    quota_check(d, dev, "the rest written (after fsync and a cache "
                      "drop)")
     lf = large_folios(path, "quota-limit: read back")
     f.close()
@@ -2291,19 +2300,6 @@ def case_enospc(d):
           f"({lf} pages in large folios)")
 
 
-def quota_user_check(d, dev, what):
-    """The user and group charges of QUOTA_ID equal the blocks of its files
-    under d."""
-    for qtype, name, test in (
-            (0, "user", lambda st: st.st_uid == QUOTA_ID),
-            (1, "group", lambda st: st.st_gid == QUOTA_ID)):
-        got = quota_usage(dev, qtype, QUOTA_ID)[0]
-        want = quota_expected(d, test)[0]
-        if got != want:
-            raise Mismatch(f"{what}: {name} quota charges {got} bytes, "
-                           f"its files have {want}")
-
-
 def case_quota(d):
     """Quota (mkfs -O quota,project_quota; usrquota, grpquota, prjquota,
     as on Android's /data): the blocks that writes into large folios
@@ -2328,18 +2324,19 @@ def case_quota(d):
         "<5I8x", xf | FS_XFLAG_PROJINHERIT, ext, nx, projid, cow))
     os.close(fd)
     quota_writer(qd, (("a", 350), ("proj/b", 360)))
-    before = quota_check(qd, dev, projid, "written")
+    before = quota_check(qd, dev, "written", projid)
     # Files written by root, then given to the user: chown moves charges.
     f, _ = cached_file(qd, "given", 370)
     f.write(MIB + 1, pattern(371, 3 * MIB))                  # dirty
     os.fchown(f.fd, QUOTA_ID, QUOTA_ID)
-    quota_check(qd, dev, projid, "after chown of a dirty file")
+    quota_check(qd, dev, "after chown of a dirty file", projid)
     f.close()
     os.sync()
-    quota_check(qd, dev, projid, "after sync")
+    quota_check(qd, dev, "after sync", projid)
     quota_writer(qd, (("a", 380), ("proj/c", 390)))
     drop_caches()
-    got = quota_check(qd, dev, projid, "after rewriting and a cache drop")
+    got = quota_check(qd, dev, "after rewriting and a cache drop",
+                      projid)
     print(f"quota: user, group and project charges match the files; "
           f"project {projid}: {before[0]} then {got[0]} bytes")
 
