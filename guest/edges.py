@@ -2219,7 +2219,7 @@ def case_quota_limit(d):
         quota_check(d, dev, "at the limit (cached)")
         f.verify_all("at the limit")
         quota_check(d, dev, "at the limit (after fsync and a cache "
-                         "drop)")
+                    "drop)")
     finally:
         quota_set_limit(dev, QUOTA_ID, 0)
 
@@ -2235,7 +2235,7 @@ def case_quota_limit(d):
     f.model += data[filled:]
     f.verify_all("the rest written without a limit")
     quota_check(d, dev, "the rest written (after fsync and a cache "
-                     "drop)")
+                "drop)")
     lf = large_folios(path, "quota-limit: read back")
     f.close()
     print(f"quota-limit: a {size >> 20} MiB write stopped by the quota at "
