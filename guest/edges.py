@@ -9,7 +9,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
-                              pin, swap, compress, inline, quota,
+                              pin, swap, compress, compress-quota,
+                              inline, quota,
                               move-range, move-range-race, all)
 
 Every case writes through the page cache, checks what it reads back against
@@ -2341,6 +2342,85 @@ def case_quota(d):
           f"project {projid}: {before[0]} then {got[0]} bytes")
 
 
+F2FS_IOC_RELEASE_COMPRESS_BLOCKS = 0x8008f512
+F2FS_IOC_RESERVE_COMPRESS_BLOCKS = 0x8008f513
+
+
+def compress_ioctl(path, req, what):
+    """Evict path's inode (a cache drop with no reference left), then issue
+    req on a read-only descriptor, as Android's installd and f2fs_io do,
+    and return the number of blocks it released or reserved."""
+    drop_caches()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        n = struct.unpack("<Q", fcntl.ioctl(fd, req, bytes(8)))[0]
+    finally:
+        os.close(fd)
+    if not n:
+        raise Mismatch(f"{what}: no blocks")
+    return n
+
+
+def read_all(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def case_compress_quota(d):
+    """The blocks F2FS_IOC_RELEASE_COMPRESS_BLOCKS gives back and
+    F2FS_IOC_RESERVE_COMPRESS_BLOCKS takes again are charged to the
+    file's owner (mkfs -O compression,quota,project_quota, as a phone's
+    /data can be).  Both ioctls work on a read-only descriptor, through
+    which the inode's quota is not set up (dquot_file_open() does that for
+    writers): in 7.3 they then changed the file's block count without its
+    charges, which fsck.f2fs found wrong (xfstests' f2fs/007 with -O
+    quota).  The charges must equal the block counts after each, the data
+    read back, and the file take writes again after the reserve."""
+    dev = mount_source(d)
+    qd = os.path.join(d, "cquota")
+    os.mkdir(qd)
+    path = os.path.join(qd, "c")
+    f = File(path)
+    set_flags(f.fd, get_flags(f.fd) | FS_COMPR_FL)
+    # Each 4 KiB a KiB repeated: compresses within a cluster (16 KiB).
+    data = pattern(341, KIB) * (4 * MIB // KIB)
+    for off in range(0, len(data), MIB):
+        f.write(off, data[off:off + MIB])
+    f.write(MIB + 100, pattern(342, 300 * KIB))             # incompressible
+    os.fsync(f.fd)
+    os.fchown(f.fd, QUOTA_ID, QUOTA_ID)
+    f.verify_all("compressed file")
+    saved = compress_blocks(f.fd)
+    if not saved:
+        raise Mismatch("the data was not compressed")
+    f.close()
+    os.sync()
+    quota_check(qd, dev, "compressed file written")
+    before = os.stat(path).st_blocks
+    n = compress_ioctl(path, F2FS_IOC_RELEASE_COMPRESS_BLOCKS,
+                       "F2FS_IOC_RELEASE_COMPRESS_BLOCKS")
+    if read_all(path) != bytes(f.model):
+        raise Mismatch("data changed by F2FS_IOC_RELEASE_COMPRESS_BLOCKS")
+    os.sync()
+    released = os.stat(path).st_blocks
+    if (before - released) // 8 != n:
+        raise Mismatch(f"{n} blocks released, the block count went from "
+                       f"{before // 8} to {released // 8}")
+    quota_check(qd, dev, "after F2FS_IOC_RELEASE_COMPRESS_BLOCKS")
+    m = compress_ioctl(path, F2FS_IOC_RESERVE_COMPRESS_BLOCKS,
+                       "F2FS_IOC_RESERVE_COMPRESS_BLOCKS")
+    os.sync()
+    quota_check(qd, dev, "after F2FS_IOC_RESERVE_COMPRESS_BLOCKS")
+    g = File(path, f.model)
+    g.write(3 * MIB + 5, pattern(343, 5000))
+    g.verify_all("compressed file written after the reserve")
+    g.close()
+    os.sync()
+    quota_check(qd, dev, "written after the reserve")
+    print(f"compress-quota: {saved} blocks saved, {n} released and {m} "
+          "reserved again on read-only descriptors; charges match")
+
+
 def run(cmd, ok_fail=False):
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode and not ok_fail:
@@ -2367,6 +2447,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "inline": case_inline, "quota": case_quota,
+         "compress-quota": case_compress_quota,
          "extent": case_extent, "holes": case_holes,
          "move-range": case_move_range,
          "move-range-race": case_move_range_race}

@@ -41,6 +41,8 @@ mkfs_fs() {
 	case $1 in
 	f2fs) mkfs.f2fs -q -f "$2" ;;
 	f2fs-compress) mkfs.f2fs -q -f -O extra_attr,compression "$2" ;;
+	f2fs-compress-quota) mkfs.f2fs -q -f \
+		-O extra_attr,compression,quota,project_quota "$2" ;;
 	f2fs-crypt) mkfs.f2fs -q -f -O encrypt "$2" ;;
 	f2fs-quota) mkfs.f2fs -q -f -O extra_attr,quota,project_quota "$2" ;;
 	f2fs-verity) mkfs.f2fs -q -f -O extra_attr,verity "$2" ;;

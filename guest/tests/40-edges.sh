@@ -18,6 +18,7 @@
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
+# the blocks compressed files release and reserve charged to their quota,
 # writes that reach the block quota or fill the filesystem part way, and
 # reclaim under memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
@@ -78,6 +79,11 @@ for v in $(f2fs_variants); do
 		"usrquota,grpquota,prjquota" "$(variant_order $v)" \
 		"quota quota-limit straddle truncate punch dio gc" \
 		"$(variant_folios $v)"
+	# Compressed files under quota: the blocks their release and reserve
+	# ioctls move must be charged.
+	edges_one "edges-f2fs-compress-quota-$v" f2fs-compress-quota \
+		"usrquota,grpquota,prjquota" "$(variant_order $v)" \
+		"compress compress-quota" "$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
 		"verity-gc verity-read verity-corrupt" "$(variant_folios $v)"
