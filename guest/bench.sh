@@ -50,7 +50,9 @@ SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf,f2fs-crypt-4k,f2fs-crypt-lf,ext4,xfs,tmpfs}
-WLS=${LAB_WORKLOADS:-read-hole,read-data,write-new,overwrite,rand-overwrite,mmap-write,writers4,atomic-tx,smallfiles,precache}
+ALL_WLS=read-hole,read-data,write-new,overwrite,rand-overwrite,mmap-write
+ALL_WLS=$ALL_WLS,writers4,atomic-tx,smallfiles,precache
+WLS=${LAB_WORKLOADS:-$ALL_WLS}
 RUNTIME=${LAB_RUNTIME:-20}
 CLOCK=${LAB_CLOCK:-wall}
 ROWS=$OUT/rows.jsonl
@@ -88,7 +90,8 @@ frag_off() {
 
 # lf_pct FILE: percent of FILE's cached pages that are in large folios.
 lf_pct() {
-	folio-stat "$1" | awk '/^resident/ { print ($2 ? int(100 * $7 / $2 + 0.5) : 0) }'
+	folio-stat "$1" |
+		awk '/^resident/ { print ($2 ? int(100 * $7 / $2 + 0.5) : 0) }'
 }
 
 # biohist_on: trace the bios queued to $DEV, if this kernel can.
@@ -141,7 +144,10 @@ biohist_off() {
 # Without the series the only large folio rows upstream f2fs can give
 # are reads of immutable files.
 upstream_lf() {
-	case $1 in f2fs-lf|f2fs-crypt-lf) [ -z "${LAB_HAS_KNOB:-}" ] ;; *) false ;; esac
+	case $1 in
+	f2fs-lf|f2fs-crypt-lf) [ -z "${LAB_HAS_KNOB:-}" ] ;;
+	*) false ;;
+	esac
 }
 
 # one FS WORKLOAD BS MODE REP: one fio run, one row.
@@ -214,8 +220,11 @@ one() {
 	# One line per run; bench/report.py reads fio's JSON on the host.
 	local json=$OUT/fio-$fs-$wl-$bs-$mode-$rep.json
 	mv /tmp/fio.json "$json"
-	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", "rep": %d, "rw": "%s", "clock": "%s", "fio": "%s", "lf_pct": %s, "bios": %s}\n' \
-		"$fs" "$wl" "$bs" "$mode" "$rep" "$rw" "$CLOCK" "$(basename "$json")" "$pct" "$bios" >> "$ROWS"
+	printf '{"config": "%s", "workload": "%s", "bs": "%s", "mode": "%s", ' \
+		"$fs" "$wl" "$bs" "$mode" >> "$ROWS"
+	printf '"rep": %d, "rw": "%s", "clock": "%s", "fio": "%s", ' \
+		"$rep" "$rw" "$CLOCK" "$(basename "$json")" >> "$ROWS"
+	printf '"lf_pct": %s, "bios": %s}\n' "$pct" "$bios" >> "$ROWS"
 }
 
 cells=()
@@ -257,7 +266,8 @@ for fs in ${FSS//,/ }; do
 	}
 done
 total=$(( REPS * ${#cells[@]} ))
-say "bench ($CLOCK clock): ${#cells[@]} cells x $REPS reps x {${FSS}}, $(( SIZE >> 20 )) MiB"
+say "bench ($CLOCK clock): ${#cells[@]} cells x $REPS reps x {${FSS}}," \
+	"$(( SIZE >> 20 )) MiB"
 t0=$(date +%s)
 n=0
 fail=0
@@ -271,7 +281,8 @@ for rep in $(seq 1 $REPS); do
 		done
 		n=$(( n + 1 ))
 		el=$(( $(date +%s) - t0 ))
-		say "rep $rep/$REPS cell $n/$total ($cell) ${el}s, eta $(( el * (total - n) / n ))s"
+		say "rep $rep/$REPS cell $n/$total ($cell) ${el}s," \
+			"eta $(( el * (total - n) / n ))s"
 	done
 done
 [ $fail -eq 0 ] && touch "$OUT/done"

@@ -20,7 +20,8 @@ say() { echo "LAB: $*" > /dev/console 2>/dev/null || echo "LAB: $*"; }
 # booted with print-fatal-signals=1.
 for _sig in HUP INT PIPE TERM; do
 	# shellcheck disable=SC2064	# expanded now, on purpose
-	trap "say 'guest script $0 ends on SIG$_sig'; trap - $_sig; kill -$_sig \$\$" $_sig
+	trap "say 'guest script $0 ends on SIG$_sig'; trap - $_sig;
+		kill -$_sig \$\$" $_sig
 done
 unset _sig
 
@@ -33,7 +34,10 @@ result() {
 # Kernel splats since the last `dmesg -C` are failures whatever the test
 # itself said.
 splat() {
-	dmesg | grep -E 'WARNING:|BUG:|Oops|kernel BUG|general protection|possible circular|possible recursive|inconsistent lock|UBSAN|KASAN|INFO: task .* blocked|f2fs_bug_on|Call Trace' | head -3
+	local re='WARNING:|BUG:|Oops|kernel BUG|general protection'
+	re="$re|possible circular|possible recursive|inconsistent lock"
+	re="$re|UBSAN|KASAN|INFO: task .* blocked|f2fs_bug_on|Call Trace"
+	dmesg | grep -E "$re" | head -3
 }
 
 # mkfs_fs FS DEV: make a filesystem.  FS is f2fs, ext4, xfs.
@@ -277,8 +281,10 @@ crypt_dir() {
 	xfs_io -c "set_encpolicy -v $v -f $flags $key" "$dir" || {
 		echo "set_encpolicy -v $v -f $flags on $dir failed"; return 1; }
 	# the policy must really be in force, with the flags asked for
-	xfs_io -c get_encpolicy "$dir" | grep -qi "flags: 0x0*$(printf %x $flags)\b" || {
-		echo "$dir: policy not as set: $(xfs_io -c get_encpolicy "$dir" | tr '\n' ' ')"
+	local pol
+	pol=$(xfs_io -c get_encpolicy "$dir")
+	echo "$pol" | grep -qi "flags: 0x0*$(printf %x $flags)\b" || {
+		echo "$dir: policy not as set: $(echo "$pol" | tr '\n' ' ')"
 		return 1; }
 	# and the key must open it
 	echo probe > "$dir/.probe" && rm "$dir/.probe" || {
@@ -297,5 +303,8 @@ crypt_setup() {
 # has_mode MODE: whether LAB_MODES (default all) selects MODE; "crypt" is
 # fx on encrypted files, in default mode.
 has_mode() {
-	case ",${LAB_MODES:-default,lfs,adaptive,crypt}," in *",$1,"*) ;; *) false ;; esac
+	case ",${LAB_MODES:-default,lfs,adaptive,crypt}," in
+	*",$1,"*) ;;
+	*) false ;;
+	esac
 }

@@ -5,9 +5,14 @@
 # reporting, or leaves a kernel splat, fails as a whole.
 . /tmp/lab-repo/guest/lib.sh
 : > "$OUT/results.txt"
-say "kernel $(uname -r), $(nproc) cpus, $(awk '/MemTotal/{print $2/1024 " MiB"}' /proc/meminfo), form ${LAB_FORM:-short}"
-probe_knob || { result FAIL setup "cannot make or mount f2fs on $DEV"; touch "$OUT/done"; exit 1; }
-say "f2fs mount option nolargefolio: $([ -n "$LAB_HAS_KNOB" ] && echo present || echo "absent (unpatched f2fs)")"
+mem=$(awk '/MemTotal/{print $2/1024 " MiB"}' /proc/meminfo)
+say "kernel $(uname -r), $(nproc) cpus, $mem, form ${LAB_FORM:-short}"
+probe_knob || {
+	result FAIL setup "cannot make or mount f2fs on $DEV"
+	touch "$OUT/done"; exit 1; }
+knob="absent (unpatched f2fs)"
+[ -n "$LAB_HAS_KNOB" ] && knob=present
+say "f2fs mount option nolargefolio: $knob"
 for t in "$REPO"/guest/tests/[0-9]*.sh; do
 	name=$(basename "$t" .sh)
 	if [ -n "${LAB_ONLY:-}" ]; then
@@ -27,7 +32,9 @@ for t in "$REPO"/guest/tests/[0-9]*.sh; do
 		result FAIL "$name-kernel" "kernel splat: $(echo "$s" | head -1)"
 	fi
 	if [ "$after" -eq "$before" ]; then
-		result FAIL "$name" "exit $rc and no result reported; see $name.log: $(tail -1 "$OUT/$name.log")"
+		last=$(tail -1 "$OUT/$name.log")
+		result FAIL "$name" \
+			"exit $rc and no result reported; see $name.log: $last"
 	fi
 	say "$name done in $(( $(date +%s) - start )) s"
 done

@@ -45,7 +45,10 @@ EOS
 	cp /tmp/fx.out "$OUT/$name.fx.log"
 	umount $MNT || { result FAIL "$name" "umount failed"; return; }
 	if [ $rc -ne 0 ]; then
-		result FAIL "$name" "fx exit $rc seed $seed: $(grep -m1 -iE 'mismatch|error|fail' /tmp/fx.out || tail -1 /tmp/fx.out)"
+		local why
+		why=$(grep -m1 -iE 'mismatch|error|fail' /tmp/fx.out ||
+		      tail -1 /tmp/fx.out)
+		result FAIL "$name" "fx exit $rc seed $seed: $why"
 		return
 	fi
 	case $fs in
@@ -57,7 +60,9 @@ EOS
 	esac
 	# fx stores garbage past EOF through mappings (as fsx -e): say how often
 	local eof=$(grep -o 'eof-garbage=[0-9]*' /tmp/fx.out | cut -d= -f2)
-	result PASS "$name" "$ops ops seed $seed, ${eof:-no} stores past EOF, in $(( $(date +%s) - t0 )) s"
+	local took=$(( $(date +%s) - t0 ))
+	result PASS "$name" \
+		"$ops ops seed $seed, ${eof:-no} stores past EOF, in $took s"
 }
 
 each_f2fs run_one fx

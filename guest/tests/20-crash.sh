@@ -48,7 +48,8 @@ crash_one() {
 	xfs_io -c "pwrite -q -S 0x66 $((2 * M)) 65536" \
 		-c "pwrite -q -S 0x77 $((5 * M)) $M" $MNT/a || {
 		result FAIL "$name" "writes failed"; return; }
-	xfs_io -x -c "shutdown" $MNT || { result FAIL "$name" "shutdown failed"; return; }
+	xfs_io -x -c "shutdown" $MNT || {
+		result FAIL "$name" "shutdown failed"; return; }
 	if xfs_io -f -c "pwrite -q 0 4096" -c fsync $MNT/c 2>/dev/null; then
 		result FAIL "$name" "still writable after shutdown"; umount $MNT; return
 	fi

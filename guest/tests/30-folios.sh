@@ -25,7 +25,8 @@ expect() {
 	elif [ $want = small ] && [ "$l" -eq 0 ]; then
 		result PASS "$name" "all $r pages in order-0 folios"
 	else
-		result FAIL "$name" "want $want folios, got $l of $r pages in large folios (order $o)"
+		result FAIL "$name" \
+			"want $want folios, got $l of $r pages in large folios (order $o)"
 	fi
 }
 

@@ -8,8 +8,9 @@
 # written blocks), with checkpoint disabled (checkpointed blocks never
 # in place), the read extent cache after writeback (direct reads),
 # reads of sparse files (runs of holes, defragmentation),
-# O_DIRECT beside cached dirty folios, foreground and background GC of files with cached folios
-# (plain, fs-verity, encrypted), fs-verity enabled over cached folios and
+# O_DIRECT beside cached dirty folios, foreground and background GC of
+# files with cached folios (plain, fs-verity, encrypted), fs-verity
+# enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
 # fault per folio through a mapping at a 2 MiB boundary, write
 # faults on a full filesystem, reads racing collapse and insert range,
