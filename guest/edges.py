@@ -2348,7 +2348,7 @@ F2FS_IOC_RESERVE_COMPRESS_BLOCKS = 0x8008f513
 
 def compress_ioctl(path, req, what):
     """Evict path's inode (a cache drop with no reference left), then issue
-    req on a read-only descriptor, as Android's installd and f2fs_io do,
+    req on a read-only descriptor, as f2fs_io does (checked in its source),
     and return the number of blocks it released or reserved."""
     drop_caches()
     fd = os.open(path, os.O_RDONLY)
