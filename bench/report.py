@@ -51,10 +51,13 @@ WL_NOTES = {
 }
 
 
-FRAG_NOTE = ("frag-read and frag-write: 1M reads of a written file and "
-             "writes of a new one with the guest's free memory in single "
-             "pages (guest/frag.c); lf NN% = median share of the file's "
-             "cached pages that are in large folios.")
+def frag_note(order):
+    blocks = "single pages" if not order else \
+        f"blocks of {4 << order} KiB (order {order})"
+    return ("frag-read and frag-write: 1M reads of a written file and "
+            f"writes of a new one with the guest's free memory in {blocks} "
+            "(guest/frag.c); lf NN% = median share of the file's "
+            "cached pages that are in large folios.")
 
 
 def unit(workload):
@@ -216,7 +219,7 @@ def tables(summary, meta):
     for note in wl_notes({r["workload"] for r in summary}):
         md += [note, ""]
     if any(r["workload"].startswith("frag-") for r in summary):
-        md += [FRAG_NOTE, ""]
+        md += [frag_note(meta.get("frag_order", 0)), ""]
     if meta.get("quick"):
         md += ["**Quick run: one small repetition, proves the bench works; "
                "not a measurement.**", ""]

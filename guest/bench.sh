@@ -67,7 +67,7 @@ frag_on() {
 	drop_caches
 	echo 1 > /proc/sys/vm/compact_memory
 	sysctl -q vm.compact_unevictable_allowed=0
-	frag > /tmp/frag.out 2>&1 &
+	frag -k "${LAB_FRAG_ORDER:-0}" > /tmp/frag.out 2>&1 &
 	FRAG_PID=$!
 	local i
 	for i in $(seq 600); do
