@@ -1929,6 +1929,16 @@ def compress_blocks(fd):
         fd, F2FS_IOC_GET_COMPRESS_BLOCKS, struct.pack("<Q", 0)))[0]
 
 
+def write_compressible(f, seed):
+    """Write 4 MiB into @f of which each 4 KiB is a KiB repeated, which
+    compresses within a cluster (16 KiB), then 300 KiB that does not
+    compress at MIB + 100."""
+    data = pattern(seed, KIB) * (4 * MIB // KIB)
+    for off in range(0, len(data), MIB):
+        f.write(off, data[off:off + MIB])
+    f.write(MIB + 100, pattern(seed + 1, 300 * KIB))
+
+
 def case_compress(d):
     """Compressed files keep order-0 folios (f2fs compresses clusters of
     order-0 pages): a file made compressed (FS_COMPR_FL, which f2fs takes
@@ -1952,12 +1962,8 @@ def case_compress(d):
     g = File(os.path.join(d, "cdir", "inherited"))
     if not get_flags(g.fd) & FS_COMPR_FL:
         raise Mismatch("a file in a compressed directory is not compressed")
-    # Each 4 KiB a KiB repeated: compresses within a cluster (16 KiB).
-    data = pattern(331, KIB) * (4 * MIB // KIB)
     for h in (f, g, ctl):
-        for off in range(0, len(data), MIB):
-            h.write(off, data[off:off + MIB])
-        h.write(MIB + 100, pattern(332, 300 * KIB))         # incompressible
+        write_compressible(h, 331)
         h.write(3 * MIB - 1, b"\x07" * 2)
         h.verify(f"{os.path.basename(h.path)} (cached)")
     lf = large_folios(ctl.path, "a plain file written the same way")
@@ -2382,11 +2388,7 @@ def case_compress_quota(d):
     path = os.path.join(qd, "c")
     f = File(path)
     set_flags(f.fd, get_flags(f.fd) | FS_COMPR_FL)
-    # Each 4 KiB a KiB repeated: compresses within a cluster (16 KiB).
-    data = pattern(341, KIB) * (4 * MIB // KIB)
-    for off in range(0, len(data), MIB):
-        f.write(off, data[off:off + MIB])
-    f.write(MIB + 100, pattern(342, 300 * KIB))             # incompressible
+    write_compressible(f, 341)
     os.fsync(f.fd)
     os.fchown(f.fd, QUOTA_ID, QUOTA_ID)
     f.verify_all("compressed file")
