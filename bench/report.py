@@ -56,8 +56,9 @@ def frag_note(order):
         f"blocks of {4 << order} KiB (order {order})"
     return ("frag-read and frag-write: 1M reads of a written file and "
             f"writes of a new one with the guest's free memory in {blocks} "
-            "(guest/frag.c); lf NN% = median share of the file's "
-            "cached pages that are in large folios.")
+            "(guest/frag.c); lf NN% (the cover letter: the share "
+            "table) = median share of the file's cached pages that are in "
+            "large folios after the run (/proc/kpageflags).")
 
 
 def unit(workload):
@@ -381,7 +382,34 @@ def ratio(num, den):
             if num and den and den["median"] > 0 else "      ")
 
 
-def cover_tables(summary, timed=True):
+def cover_frag(clock, idx, base, cells, crypt, others, ww):
+    """The share of the file's cached pages in large folios after each
+    frag cell: median [min-max] percent per configuration."""
+    cfgs = [base, "f2fs-lf"] + (["f2fs-crypt-4k", "f2fs-crypt-lf"]
+                                if crypt else []) + others
+    rows = [(wl, mode, bs) for wl, mode, bs in cells
+            if any((idx.get((c, wl, mode, bs, clock)) or {}).get("lf_pct")
+                   for c in cfgs)]
+    if not rows:
+        return []
+
+    def pct(r):
+        p = (r or {}).get("lf_pct")
+        return span(p, lambda v: f"{v:.0f}") if p else "-"
+
+    names = {base: base, "f2fs-lf": "f2fs-lf", "f2fs-crypt-4k": "crypt-4k",
+             "f2fs-crypt-lf": "crypt-lf"}
+    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3}" +
+            "".join(f" {names.get(c, c):>12}" for c in cfgs))
+    out = ["Share of the file's cached pages in large folios after the "
+           "run, %:", "", head, "-" * len(head)]
+    for wl, mode, bs in rows:
+        out.append(f"{wl:<{ww}} {mode:<9} {bs:>3}" + "".join(
+            f" {pct(idx.get((c, wl, mode, bs, clock))):>12}" for c in cfgs))
+    return out + [""]
+
+
+def cover_tables(summary, timed=True, meta=None):
     """The cover letter's tables: f2fs-4k, f2fs-lf with its ratio, the
     same for encrypted files if measured, and the medians of ext4 and xfs
     beside them, one table per clock; then the write bios by size if the
@@ -431,8 +459,12 @@ def cover_tables(summary, timed=True):
             out.append(line)
         out.append("")
         out += cover_lat(clock, idx, base, cells, crypt, others, ww)
+        out += cover_frag(clock, idx, base, cells, crypt, others, ww)
     for note in wl_notes({c[0] for c in cells} if timed else ()):
         out += textwrap.wrap(note, 72) + [""]
+    if timed and any(c[0].startswith("frag-") for c in cells):
+        out += textwrap.wrap(frag_note((meta or {}).get("frag_order", 0)),
+                             72) + [""]
     return out + cover_bios(summary, ww)
 
 
@@ -514,7 +546,8 @@ def main():
             res = json.load(f)
         # the test kernel's debug options make its timings its own
         timed = "(test config)" not in (res.get("kernel") or "")
-        print("\n".join(cover_tables(res["rows"], timed)).rstrip())
+        print("\n".join(cover_tables(res["rows"], timed,
+                                     res.get("meta"))).rstrip())
         return
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.exit("usage: report.py RESULTS_DIR | --cover RESULTS_DIR")
