@@ -52,11 +52,13 @@ WL_NOTES = {
 
 
 def frag_note(order):
-    blocks = "single pages" if not order else \
-        f"blocks of {4 << order} KiB (order {order})"
+    blocks = "page" if not order else \
+        f"block of {4 << order} KiB (virtually contiguous: the buddy " \
+        "allocator may hold it as smaller blocks)"
     return ("frag-read and frag-write: 1M reads of a written file and "
-            f"writes of a new one with the guest's free memory in {blocks} "
-            "(guest/frag.c); lf NN% (the cover letter: the share "
+            "writes of a new one after guest/frag.c took the guest's free "
+            f"memory and gave back every other {blocks}, locking the rest; "
+            "lf NN% (the cover letter: the share "
             "table) = median share of the file's cached pages that are in "
             "large folios after the run (/proc/kpageflags).")
 
