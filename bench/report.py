@@ -51,15 +51,15 @@ WL_NOTES = {
 }
 
 
-def frag_note(order):
+def frag_note(order, cover=False):
     blocks = "page" if not order else \
         f"block of {4 << order} KiB (virtually contiguous: the buddy " \
         "allocator may hold it as smaller blocks)"
     return ("frag-read and frag-write: 1M reads of a written file and "
             "writes of a new one after guest/frag.c took the guest's free "
             f"memory and gave back every other {blocks}, locking the rest; "
-            "lf NN% (the cover letter: the share "
-            "table) = median share of the file's cached pages that are in "
+            + ("the share table: " if cover else "lf NN% = ") +
+            "median share of the file's cached pages that are in "
             "large folios after the run (/proc/kpageflags).")
 
 
@@ -465,8 +465,8 @@ def cover_tables(summary, timed=True, meta=None):
     for note in wl_notes({c[0] for c in cells} if timed else ()):
         out += textwrap.wrap(note, 72) + [""]
     if timed and any(c[0].startswith("frag-") for c in cells):
-        out += textwrap.wrap(frag_note((meta or {}).get("frag_order", 0)),
-                             72) + [""]
+        out += textwrap.wrap(frag_note((meta or {}).get("frag_order", 0),
+                                       True), 72) + [""]
     return out + cover_bios(summary, ww)
 
 
