@@ -399,10 +399,8 @@ def cover_frag(clock, idx, base, cells, crypt, others, ww):
         p = (r or {}).get("lf_pct")
         return span(p, lambda v: f"{v:.0f}") if p else "-"
 
-    names = {base: base, "f2fs-lf": "f2fs-lf", "f2fs-crypt-4k": "crypt-4k",
-             "f2fs-crypt-lf": "crypt-lf"}
-    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3}" +
-            "".join(f" {names.get(c, c):>12}" for c in cfgs))
+    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3}" + "".join(
+        f" {c.replace('f2fs-crypt', 'crypt'):>12}" for c in cfgs))
     out = ["Share of the file's cached pages in large folios after the "
            "run, %:", "", head, "-" * len(head)]
     for wl, mode, bs in rows:

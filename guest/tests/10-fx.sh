@@ -72,6 +72,7 @@ each_f2fs run_one fx
 # folio sizes; the short form alternates the mount option, runs half the
 # operations, and order-0 folios once as the control.  LAB_INLINECRYPT
 # (lab test --inlinecrypt) on or off keeps to one side of the option.
+IC=${LAB_INLINECRYPT:-both}
 crypt_fx() {
 	local v=$1 pol=$2 ic=$3 ops=$4
 	run_one "fx-crypt-$pol${ic:+-$ic}-$v" f2fs-crypt "$ic" \
@@ -82,20 +83,20 @@ if ! has_mode crypt; then
 elif [ "${LAB_FORM:-short}" = long ]; then
 	for v in $(f2fs_variants); do
 		for pol in $CRYPT_POLICIES; do
-			[ "${LAB_INLINECRYPT:-both}" = on ] ||
+			[ "$IC" = on ] ||
 				crypt_fx $v $pol "" $OPS
-			[ "${LAB_INLINECRYPT:-both}" = off ] ||
+			[ "$IC" = off ] ||
 				crypt_fx $v $pol inlinecrypt $OPS
 		done
 	done
 else
 	ic=inlinecrypt
-	[ "${LAB_INLINECRYPT:-both}" = off ] && ic=
+	[ "$IC" = off ] && ic=
 	for v in $(f2fs_variants); do
 		for pol in $CRYPT_POLICIES; do
 			[ $v = 4k ] && [ $pol != v2 ] && continue
 			crypt_fx $v $pol "$ic" $(( OPS / 2 ))
-			[ "${LAB_INLINECRYPT:-both}" = both ] || continue
+			[ "$IC" = both ] || continue
 			if [ -n "$ic" ]; then ic=; else ic=inlinecrypt; fi
 		done
 	done
