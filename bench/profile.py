@@ -5,17 +5,19 @@
 usage: profile.py DIR
        profile.py --cover DIR [MODE]
 
-DIR holds raw/f2fs-{4k,lf}-{writeback,fsync}.txt, ftrace's trace_stat
-function files of each CPU concatenated, and meta.json.  For each mode,
-the functions that take the most time: calls and microseconds per MiB
-written, f2fs-4k and f2fs-lf, and first the f2fs-lf of the earlier profile
-that meta.json names as "against" (./lab profile --against), if any.
-The time is the graph tracer's, children included, with the tracing
-overhead of every profiled call in it: compare it between
-columns, not with the bench.  Writes DIR/summary.md.  With --cover,
-prints the table of MODE (default writeback) in plain text for the cover
-letter instead (./lab export puts it in place of @PROFILE:NAME@ or
-@PROFILE:NAME:MODE@).
+DIR holds raw/f2fs-{4k,lf}-MODE.txt, ftrace's trace_stat function files
+of each CPU concatenated, for each MODE below (writeback, fsync,
+overwrite, frag-read, frag-write; an older profile lacks the later ones),
+raw/f2fs-{4k,lf}-frag-*-lf.txt, the share of the file in large folios
+after a frag run, and meta.json.  For each mode, the functions that take
+the most time: calls and microseconds per MiB written or read, f2fs-4k
+and f2fs-lf, and first the f2fs-lf of the earlier profile that meta.json
+names as "against" (./lab profile --against), if any.  The time is the
+graph tracer's, children included, with the tracing overhead of every
+profiled call in it: compare it between columns, not with the bench.
+Writes DIR/summary.md.  With --cover, prints the table of MODE (default
+writeback) in plain text for the cover letter instead (./lab export puts
+it in place of @PROFILE:NAME@ or @PROFILE:NAME:MODE@).
 """
 import collections
 import json
@@ -27,7 +29,13 @@ MODES = {"writeback": "a new file written, then written back by sync "
          "(the sync profiled)",
          "fsync": "1 MiB writes to a new file, each followed by fsync",
          "overwrite": "the written-back file overwritten, then written back "
-         "by sync (the sync profiled) with IPU_FSYNC, out of place"}
+         "by sync (the sync profiled) with IPU_FSYNC, out of place",
+         "frag-read": "the fsync'd file read with 1 MiB reads, cold, with "
+         "free memory in single pages (the bench's frag-read)",
+         "frag-write": "a new file written with 1 MiB writes, cached, with "
+         "free memory in single pages (the bench's frag-write)"}
+UNIT_OF = {"writeback": "written back", "overwrite": "written back",
+           "frag-read": "read"}
 UNIT = {"us": 1.0, "ms": 1e3, "s": 1e6}
 TOP = 25
 COVER_TOP = 14
@@ -61,6 +69,17 @@ def columns(d, label):
         cols.append((name, mib, {m: load(p) for m, p in raw.items()
                                  if os.path.exists(p)}))
     return cols
+
+
+def lf_shares(d, mode):
+    """["f2fs-4k N%", "f2fs-lf N%"] from raw/f2fs-V-MODE-lf.txt, if any."""
+    out = []
+    for v in ("4k", "lf"):
+        p = os.path.join(d, "raw", f"f2fs-{v}-{mode}-lf.txt")
+        if os.path.exists(p):
+            with open(p) as f:
+                out.append(f"f2fs-{v} {f.read().strip()}%")
+    return out
 
 
 def top(cols, mode, n):
@@ -113,7 +132,7 @@ def cover(d, mode="writeback"):
     names = top(cols, mode, COVER_TOP)
     names += [f for f in top(cols, mode, 10 ** 6)
               if f in changed(cols, mode) and f not in names]
-    head1 = ["per MiB written back"] + [c[0] for c in cols]
+    head1 = [f"per MiB {UNIT_OF.get(mode, 'written')}"] + [c[0] for c in cols]
     head2 = [""] + ["calls        us"] * len(cols)
     w = [max(len(f) for f in names + [head1[0]])] + \
         [max(len(c[0]), 16) for c in cols]
@@ -142,9 +161,9 @@ def main():
     out = [f"# Function profile: {meta['kernel']}", "",
            f"ftrace function profiler, {meta['size_mib']} MiB per run, "
            "QEMU -icount (time counts guest instructions); calls and "
-           "us per MiB written.  us is the graph tracer's time, children "
-           "included, tracing overhead included: compare columns, not "
-           "with the bench.", ""]
+           "us per MiB written or read.  us is the graph tracer's time, "
+           "children included, tracing overhead included: compare columns, "
+           "not with the bench.", ""]
     for m, what in MODES.items():
         mc = [c for c in cols if m in c[2]]
         if not mc:
@@ -156,6 +175,10 @@ def main():
         for f in top(mc, m, TOP):
             out.append(f"| {f} | " + " | ".join(cells(mc, m, f)) + " |")
         out.append("")
+        lf = lf_shares(d, m)
+        if lf:
+            out += ["Share of the file's cached pages in large folios after "
+                    "the run: " + ", ".join(lf) + ".", ""]
     text = "\n".join(out)
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write(text)

@@ -59,41 +59,6 @@ ROWS=$OUT/rows.jsonl
 : > "$ROWS"
 probe_knob
 
-# frag_on: fragment free memory (see guest/frag.c) until frag_off.  The
-# caches are dropped and memory compacted first, so every cell starts from
-# the same state; compaction may not move the pages frag locks.
-FRAG_PID=
-frag_on() {
-	drop_caches
-	echo 1 > /proc/sys/vm/compact_memory
-	sysctl -q vm.compact_unevictable_allowed=0
-	frag -k "${LAB_FRAG_ORDER:-0}" > /tmp/frag.out 2>&1 &
-	FRAG_PID=$!
-	local i
-	for i in $(seq 600); do
-		if grep -q '^frag: ready' /tmp/frag.out; then
-			say "$(grep '^frag: ready' /tmp/frag.out)"
-			return 0
-		fi
-		kill -0 $FRAG_PID 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "frag did not get ready: $(tail -1 /tmp/frag.out)" >&2
-	frag_off
-	return 1
-}
-frag_off() {
-	[ -n "$FRAG_PID" ] && kill $FRAG_PID 2>/dev/null && wait $FRAG_PID 2>/dev/null
-	FRAG_PID=
-	sysctl -q vm.compact_unevictable_allowed=1
-}
-
-# lf_pct FILE: percent of FILE's cached pages that are in large folios.
-lf_pct() {
-	folio-stat "$1" |
-		awk '/^resident/ { print ($2 ? int(100 * $7 / $2 + 0.5) : 0) }'
-}
-
 # biohist_on: trace the bios queued to $DEV, if this kernel can.
 TRACE=/sys/kernel/tracing
 BIOHIST=
