@@ -5,19 +5,20 @@
 usage: profile.py DIR
        profile.py --cover DIR [MODE]
 
-DIR holds raw/f2fs-{4k,lf}-MODE.txt, ftrace's trace_stat function files
-of each CPU concatenated, for each MODE below (writeback, fsync,
-overwrite, frag-read, frag-write; an older profile lacks the later ones),
+DIR holds raw/f2fs-{4k,lf}-MODE.txt, ftrace's trace_stat function files of
+each CPU concatenated, for each MODE below (writeback, fsync, overwrite,
+frag-read, frag-write; an older profile lacks the later ones),
 raw/f2fs-{4k,lf}-frag-*-lf.txt, the share of the file in large folios
-after a frag run, and meta.json.  For each mode, the functions that take
-the most time: calls and microseconds per MiB written or read, f2fs-4k
-and f2fs-lf, and first the f2fs-lf of the earlier profile that meta.json
-names as "against" (./lab profile --against), if any.  The time is the
-graph tracer's, children included, with the tracing overhead of every
-profiled call in it: compare it between columns, not with the bench.
-Writes DIR/summary.md.  With --cover, prints the table of MODE (default
-writeback) in plain text for the cover letter instead (./lab export puts
-it in place of @PROFILE:NAME@ or @PROFILE:NAME:MODE@).
+after a frag run, raw/f2fs-{4k,lf}-frag-write-wb.txt, writeback_start
+events during it by reason (uniq -c), and meta.json.  For each mode, the
+functions that take the most time: calls and microseconds per MiB written
+or read, f2fs-4k and f2fs-lf, and first the f2fs-lf of the earlier profile
+that meta.json names as "against" (./lab profile --against), if any.  The
+time is the graph tracer's, children included, with the tracing overhead
+of every profiled call in it: compare it between columns, not with the
+bench.  Writes DIR/summary.md.  With --cover, prints the table of MODE
+(default writeback) in plain text for the cover letter instead (./lab
+export puts it in place of @PROFILE:NAME@ or @PROFILE:NAME:MODE@).
 """
 import collections
 import json
@@ -79,6 +80,19 @@ def lf_shares(d, mode):
         if os.path.exists(p):
             with open(p) as f:
                 out.append(f"f2fs-{v} {f.read().strip()}%")
+    return out
+
+
+def wb_reasons(d, mode):
+    """["f2fs-V: N reason=R, ...", ...] from raw/f2fs-V-MODE-wb.txt."""
+    out = []
+    for v in ("4k", "lf"):
+        p = os.path.join(d, "raw", f"f2fs-{v}-{mode}-wb.txt")
+        if os.path.exists(p):
+            with open(p) as f:
+                ev = [" x".join(reversed(line.split())) for line in f
+                      if line.strip()]
+            out.append(f"f2fs-{v} " + (", ".join(ev) if ev else "none"))
     return out
 
 
@@ -179,6 +193,10 @@ def main():
         if lf:
             out += ["Share of the file's cached pages in large folios after "
                     "the run: " + ", ".join(lf) + ".", ""]
+        wb = wb_reasons(d, m)
+        if wb:
+            out += ["Writeback started during the run (writeback_start "
+                    "events by reason): " + "; ".join(wb) + ".", ""]
     text = "\n".join(out)
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write(text)

@@ -2,21 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0
 # ftrace's function profiler over f2fs's writeback of large and of order-0
 # folios (./lab profile; the prof kernel).  For each variant (f2fs-4k:
-# nolargefolio, f2fs-lf), on a fresh filesystem: a new file of
-# LAB_SIZE_MIB written with 1 MiB writes and then written back by sync,
-# the sync alone profiled (writeback); and the same writes each followed
-# by fsync, all profiled (fsync); and the written-back file overwritten
-# with 1 MiB writes, then written back by sync, the sync profiled, with
-# f2fs's in-place update policy set to IPU_FSYNC, so that writeback writes
-# the blocks out of place as on a phone's /data, not in place as the
-# policy of this small volume would (overwrite).  Then the bench's frag
-# cells: with free memory in single pages (frag_on, lib.sh), the fsync'd
-# file read with 1 MiB reads (frag-read) and a new file written with
-# 1 MiB writes, held in the cache (frag-write), each run profiled, with
-# the page allocator's slow paths in FILTER: where a large folio that
-# cannot be had costs its time.  The profiler counts the calls of the
-# functions in FILTER and, with the graph tracer, their time including
-# children; bench/profile.py makes the tables.
+# nolargefolio, f2fs-lf), on a fresh filesystem: a new file of LAB_SIZE_MIB
+# written with 1 MiB writes and then written back by sync, the sync alone
+# profiled (writeback); and the same writes each followed by fsync, all
+# profiled (fsync); and the written-back file overwritten with 1 MiB writes,
+# then written back by sync, the sync profiled, with f2fs's in-place update
+# policy set to IPU_FSYNC, so that writeback writes the blocks out of place
+# as on a phone's /data, not in place as the policy of this small volume
+# would (overwrite).  Then the bench's frag cells: with free memory in
+# single pages (frag_on, lib.sh), the fsync'd file read with 1 MiB reads
+# (frag-read) and a new file written with 1 MiB writes, held in the cache
+# (frag-write), each run profiled, with the page allocator's slow paths in
+# FILTER: where a large folio that cannot be had costs its time; the
+# writeback_start tracepoint says why writeback, held off, starts during
+# frag-write all the same.  The profiler counts the calls of the functions
+# in FILTER and, with the graph tracer, their time including children;
+# bench/profile.py makes the tables.
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
@@ -83,7 +84,13 @@ for v in 4k lf; do
 	say "profile f2fs-$v: $SIZE MiB written, free memory fragmented"
 	writeback_off
 	frag_on || exit 1
+	# and why writeback starts during the run, if it does
+	echo > $T/trace
+	echo 1 > $T/events/writeback/writeback_start/enable
 	profile $OUT/f2fs-$v-frag-write.txt write $MNT/fw || exit 1
+	echo 0 > $T/events/writeback/writeback_start/enable
+	grep -o 'reason=[a-z_]*' $T/trace | sort | uniq -c \
+		> $OUT/f2fs-$v-frag-write-wb.txt
 	lf_pct $MNT/fw > $OUT/f2fs-$v-frag-write-lf.txt
 	frag_off
 	writeback_on
