@@ -39,12 +39,13 @@ TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
 # in the order of the tables
-CFGS = ["f2fs-4k", "f2fs-lf", "xfs", "f2fs-crypt-4k", "f2fs-crypt-lf"]
+CFGS = ["f2fs-4k", "f2fs-lf", "xfs", "tmpfs", "f2fs-crypt-4k",
+        "f2fs-crypt-lf"]
 LF = "f2fs-lf"				# what the others are compared with
 # the comparisons: large folios against the others of their kind
-PAIRS = [("f2fs-lf", "f2fs-4k"), ("f2fs-lf", "xfs"),
+PAIRS = [("f2fs-lf", "f2fs-4k"), ("f2fs-lf", "xfs"), ("f2fs-lf", "tmpfs"),
          ("f2fs-crypt-lf", "f2fs-crypt-4k")]
-SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs",
+SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs", "tmpfs": "tmpfs",
          "f2fs-crypt-4k": "crypt-4k", "f2fs-crypt-lf": "crypt-lf"}
 WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
     "rand-fsync": ("a 4 KiB random overwrite of a cached file, and its "
@@ -54,6 +55,8 @@ WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
                  "end_fsync)", "MiB"),
     "write-64k": ("a 64 KiB write to a new file, left in the cache",
                   "write"),
+    "write-4k": ("a 4 KiB write to a new file, left in the cache",
+                 "write"),
     "mmap-write": ("1 MiB written through a shared mapping of a cold file "
                    "(read faults, then write faults; the copy itself is "
                    "user space, not counted)", "MiB"),
@@ -246,12 +249,17 @@ def summary(d):
             + [f"{m[a] - m[b]:+.0f} (x{m[b] / m[a]:.3f})" for a, b in pairs])
             + " |")
         share = fs_share(d, fm)
-        if all(share[c] is not None for c in cfgs):
+        if any(share[c] is not None for c in cfgs):
+            def sh(c):
+                return "n/a" if share[c] is None else f"{share[c]:.0f}"
+
+            def dsh(a, b):
+                return "n/a" if None in (share[a], share[b]) else \
+                    f"{share[a] - share[b]:+.0f}"
             out.append("| of which the filesystem's functions (sum of "
                        "medians) | " + " | ".join(
-                           [f"{share[c]:.0f}" for c in cfgs] +
-                           [f"{share[a] - share[b]:+.0f}" for a, b in pairs])
-                       + " |")
+                           [sh(c) for c in cfgs] +
+                           [dsh(a, b) for a, b in pairs]) + " |")
         cry = crypto_share(crypto, fm)
         if cry is not None:
             rest = {c: m[c] - cry[c] for c in cfgs}

@@ -47,6 +47,7 @@
 . /tmp/lab-repo/guest/lib.sh
 
 SIZE=$(( ${LAB_SIZE_MIB:-128} * 1024 * 1024 ))
+FILE_BYTES=$SIZE
 REPS=${LAB_REPS:-3}
 BSS=${LAB_BS:-4k,64k,1M}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf,f2fs-crypt-4k,f2fs-crypt-lf,ext4,xfs,tmpfs}

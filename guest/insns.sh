@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # Guest side of ./lab insns: each workload run in each configuration of
 # LAB_FS (f2fs with order-0 folios, f2fs-4k; with large folios, f2fs-lf;
-# xfs, large folios through iomap; f2fs-crypt-4k and f2fs-crypt-lf, the
+# xfs, large folios through iomap; tmpfs, the bench's, with huge=always, the
+# page cache with no device under it; f2fs-crypt-4k and f2fs-crypt-lf, the
 # bench's encrypted files: inlinecrypt, a v2 policy with IV_INO_LBLK_64,
-# blk-crypto-fallback doing the crypto), interleaved, LAB_REPS times,
-# each run bracketed by two sethostname() calls, the marker at which the
-# host's QEMU plugin (bench/tbcount.c) closes a window of counted
-# instructions.  $OUT/windows.txt lists the runs in order: workload,
-# variant, rep, I/Os.
+# blk-crypto-fallback doing the crypto), interleaved, LAB_REPS times, each
+# run bracketed by two sethostname() calls, the marker at which the host's
+# QEMU plugin (bench/tbcount.c) closes a window of counted instructions.
+# $OUT/windows.txt lists the runs in order: workload, variant, rep, I/Os.
 #   rand-fsync   4 KiB random overwrites of a file cached by a read, fsync
 #                after each (the bench's rand-overwrite fsync cell)
 #   write-fsync  4 KiB writes to a new file, fsync after each (write-new)
@@ -18,6 +18,7 @@
 #   write-64k    64 KiB writes to a new file, left in the cache
 #                (writeback held off, no sync: the bench's write-new
 #                cache 64k cell)
+#   write-4k     the same in 4 KiB writes (write-new cache 4k)
 #   mmap-write   1 MiB writes through a shared mapping of a written file,
 #                cold cache: read faults, then write faults (the bench's
 #                mmap-write cache 1M cell); an I/O is 1 MiB
@@ -36,6 +37,7 @@
 . /tmp/lab-repo/guest/lib.sh
 set -u
 SIZE=${LAB_SIZE_MIB:-64}
+FILE_BYTES=$(( SIZE << 20 ))
 REPS=${LAB_REPS:-3}
 WLS=${LAB_WORKLOADS:-rand-fsync}
 FSS=${LAB_FS:-f2fs-4k,f2fs-lf}
@@ -66,6 +68,7 @@ for wl in ${WLS//,/ }; do
 			write-1m|overwrite-1m) bs=1M sync=--end_fsync=1 ;;
 			overwrite-64k) bs=64k sync=--end_fsync=1 ;;
 			write-64k) bs=64k sync= ;;
+			write-4k) sync= ;;
 			overwrite-4kwb) sync=--end_fsync=1 ;;
 			overwrite-4k) sync= ;;
 			read-hole-64k) rw=read bs=64k sync= ;;

@@ -217,7 +217,8 @@ probe_knob() {
 }
 
 # The configurations of ./lab bench and ./lab insns: f2fs-4k, f2fs-lf,
-# f2fs-crypt-4k, f2fs-crypt-lf, ext4, xfs, tmpfs (tmpfs: SIZE MiB each).
+# f2fs-crypt-4k, f2fs-crypt-lf, ext4, xfs, tmpfs (tmpfs: twice FILE_BYTES,
+# the size of a test file, which the sourcing script sets).
 # Their 4k variants need probe_knob first.
 
 # The folio order for configuration NAME: 0 (mount -o nolargefolio) for
@@ -240,7 +241,8 @@ dir_of() {
 # mnt NAME: mount configuration NAME's filesystem at $MNT.
 mnt() {
 	case $1 in
-	tmpfs) mount -t tmpfs -o size=$(( SIZE * 2 )),huge=always tmpfs $MNT ;;
+	tmpfs) mount -t tmpfs -o size=$(( FILE_BYTES * 2 )),huge=always \
+		tmpfs $MNT ;;
 	f2fs-crypt-*) mount_fs f2fs $DEV $MNT inlinecrypt "$(order_of "$1")" &&
 		ipu_policy "${LAB_IPU_POLICY:-}" &&
 		crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
