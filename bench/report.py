@@ -27,18 +27,28 @@ BS_ORDER = {"4k": 0, "64k": 1, "1M": 2}
 WL_ORDER = {w: i for i, w in enumerate((
     "read-hole", "read-data", "write-new", "overwrite", "rand-overwrite",
     "rand-overwrite-cold", "mmap-write", "writers4", "frag-read",
-    "frag-write", "atomic-tx", "smallfiles", "precache"))}
+    "frag-write", "full-read", "full-write", "atomic-tx", "smallfiles",
+    "precache"))}
 MODE_ORDER = {"cold": 0, "cache": 1, "writeback": 2, "fsync": 3,
               "fdatasync": 4, "commit": 5}
 # The cells of guest/opbench.c's workloads count operations per second,
 # not MiB/s; WL_NOTES says so, and what some workloads do.
 OP_UNITS = {"atomic-tx": "tx/s", "smallfiles": "files/s",
             "precache": "calls/s"}
+FULL_NOTE = ("full-read and full-write: 1M reads of a written file and "
+             "writes of a new one with the page cache filled first (a "
+             "sparse file as big as the guest's memory, on ext4 on the "
+             "second ramdisk, read through), so that the cell's folios "
+             "come from reclaim; lf NN% = median share of the file's "
+             "cached pages that are in large folios after the run "
+             "(/proc/kpageflags).")
 WL_NOTES = {
     "rand-overwrite-cold": "rand-overwrite-cold: rand-overwrite's 4 KiB "
                            "random writes, fsync after each, into the "
                            "written file not cached, so into order-0 "
                            "folios on every filesystem.",
+    "full-read": FULL_NOTE,
+    "full-write": FULL_NOTE,
     "atomic-tx": "atomic-tx: transactions per second (start, 4 x 4 KiB "
                  "page writes, for bs 64k also a 64 KiB write, commit), "
                  "not MiB/s.",
@@ -69,7 +79,8 @@ def unit(workload):
 
 def wl_notes(workloads):
     """The notes of the workloads in @workloads, in WL_NOTES's order."""
-    return [note for w, note in WL_NOTES.items() if w in workloads]
+    return list(dict.fromkeys(note for w, note in WL_NOTES.items()
+                              if w in workloads))
 
 
 VARIANT = {"f2fs-4k": ("f2fs", "4k"), "f2fs-lf": ("f2fs", "lf"),

@@ -22,10 +22,11 @@
 # order-0 folios (only when asked for: against rand-overwrite it shows
 # what a 4 KiB write into a large folio costs each filesystem); frag-read
 # (read-data) and frag-write (write-new, cache mode) at 1M with free
-# memory fragmented into single pages
-# (guest/frag.c), which also record how much of the file the page cache
-# holds in large folios (only when asked for: how well frag fragments
-# still varies from run to run);
+# memory fragmented into single pages (guest/frag.c), and full-read and
+# full-write the same with the page cache filled first (full_on), all four
+# recording how much of the file the page cache holds in large folios
+# (only when asked for: how well frag fragments still varies from run to
+# run, and full is an mm question more than f2fs's);
 # and, on f2fs only, atomic-tx: SQLite-style atomic write transactions
 # (guest/opbench.c: start, four 4 KiB page writes, for bs 64k also a 64 KiB
 # write, commit) on a file cached by a read first, in transactions per
@@ -120,7 +121,10 @@ upstream_lf() {
 one() {
 	local fs=$1 wl=$2 bs=$3 mode=$4 rep=$5 rw=write extra="" f pct=null
 	local engine=psync size=$SIZE files bios
-	case $wl in read-*|frag-read) rw=read ;; rand-*) rw=randwrite ;; esac
+	case $wl in
+	read-*|frag-read|full-read) rw=read ;;
+	rand-*) rw=randwrite ;;
+	esac
 	if upstream_lf "$fs" && [ $rw = write ]; then
 		return 0
 	fi
@@ -132,7 +136,8 @@ one() {
 	f=$(dir_of "$fs")/f
 	case $wl in
 	read-hole) truncate -s $SIZE $f ;;
-	read-data|overwrite|rand-overwrite*|mmap-write|atomic-tx|frag-read)
+	read-data|overwrite|rand-overwrite*|mmap-write|atomic-tx|frag-read|\
+	full-read)
 		xfs_io -f -c "pwrite -q -b 1m 0 $SIZE" -c fsync $f ;;
 	esac
 	if upstream_lf "$fs"; then
@@ -143,7 +148,10 @@ one() {
 	# where the filesystem uses them: each dirties a block of a big folio.
 	# So are the pages SQLite commits in atomic write transactions.
 	case $wl in rand-overwrite|atomic-tx) cat $f > /dev/null ;; esac
-	case $wl in frag-*) frag_on || { umount $MNT; return 1; } ;; esac
+	case $wl in
+	frag-*) frag_on || { umount $MNT; return 1; } ;;
+	full-*) full_on || { umount $MNT; return 1; } ;;
+	esac
 	case $mode in
 	writeback) writeback_on; extra="--end_fsync=1" ;;
 	commit) writeback_on ;;		# the commit syncs
@@ -172,9 +180,10 @@ one() {
 	esac > /tmp/fio.json 2>/tmp/fio.err
 	local rc=$?
 	bios=$(biohist_off)
-	case $wl in frag-*)
+	case $wl in frag-*|full-*)
 		[ $rc -eq 0 ] && pct=$(lf_pct $f)
 		frag_off
+		full_off
 		[ -n "$pct" ] || pct=null ;;
 	esac
 	umount $MNT
@@ -196,8 +205,8 @@ one() {
 cells=()
 for wl in ${WLS//,/ }; do
 	case $wl in
-	read-*|frag-read) modes="cold" ;;
-	frag-write) modes="cache" ;;
+	read-*|frag-read|full-read) modes="cold" ;;
+	frag-write|full-write) modes="cache" ;;
 	rand-overwrite-cold) modes="fsync" ;;
 	mmap-write) modes="cache writeback" ;;
 	writers4) modes="writeback fsync" ;;
@@ -214,7 +223,7 @@ for wl in ${WLS//,/ }; do
 	bss=$BSS
 	case $wl in
 	rand-*|precache) bss=4k ;;
-	frag-*) bss=1M ;;
+	frag-*|full-*) bss=1M ;;
 	atomic-tx|smallfiles) bss=$(echo ${BSS//,/ } | tr ' ' '\n' |
 		grep -xE '4k|64k' | paste -sd,) ;;
 	esac

@@ -172,6 +172,31 @@ frag_off() {
 	sysctl -q vm.compact_unevictable_allowed=1
 }
 
+# full_on: fill the page cache with clean pages until free memory is down
+# to what reclaim keeps free, as on a phone, where the page cache holds
+# whatever memory nothing else uses: a sparse file as big as the guest's
+# memory on ext4 on $DEV2, read through (ext4 caches it in large folios),
+# so that the cell's folios come from reclaim.  full_off drops it.
+FULL_MNT=/tmp/full
+full_on() {
+	drop_caches
+	mkdir -p $FULL_MNT
+	mkfs_fs ext4 $DEV2 && mount -t ext4 $DEV2 $FULL_MNT || {
+		echo "full: cannot make ext4 on $DEV2" >&2; return 1; }
+	local kib
+	kib=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+	truncate -s ${kib}K $FULL_MNT/fill && cat $FULL_MNT/fill > /dev/null || {
+		echo "full: cannot read $FULL_MNT/fill" >&2; full_off; return 1; }
+	say "full: $(awk '/^(MemFree|Cached):/ { printf "%s %d MiB, ", $1,
+		$2 / 1024 }' /proc/meminfo)free blocks per order: $(awk '
+		{ for (i = 5; i <= NF; i++) n[i - 5] += $i }
+		END { for (o = 0; o in n; o++) printf "%d ", n[o] }' /proc/buddyinfo)"
+}
+full_off() {
+	umount $FULL_MNT 2> /dev/null
+	return 0
+}
+
 # lf_pct FILE: percent of FILE's cached pages that are in large folios.
 lf_pct() {
 	folio-stat "$1" |
