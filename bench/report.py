@@ -395,11 +395,11 @@ def ratio(num, den):
             if num and den and den["median"] > 0 else "      ")
 
 
-def cover_frag(clock, idx, base, cells, crypt, others, ww):
+def cover_frag(clock, idx, base, cells, crypt, others, ww, plain=True):
     """The share of the file's cached pages in large folios after each
     frag cell: median [min-max] percent per configuration."""
-    cfgs = [base, "f2fs-lf"] + (["f2fs-crypt-4k", "f2fs-crypt-lf"]
-                                if crypt else []) + others
+    cfgs = (([base, "f2fs-lf"] if plain else []) +
+            (["f2fs-crypt-4k", "f2fs-crypt-lf"] if crypt else []) + others)
     rows = [(wl, mode, bs) for wl, mode, bs in cells
             if any((idx.get((c, wl, mode, bs, clock)) or {}).get("lf_pct")
                    for c in cfgs)]
@@ -432,6 +432,8 @@ def cover_tables(summary, timed=True, meta=None):
     others = [c for c in ("ext4", "xfs")
               if any(k[0] == c for k in idx)]
     crypt = any(k[0] == "f2fs-crypt-lf" for k in idx)
+    # a run of encrypted files alone has no plain f2fs columns
+    plain = any(k[0] in (base, "f2fs-lf") for k in idx)
     cells = sorted({(r["workload"], r["mode"], r["bs"]) for r in summary},
                    key=lambda c: (WL_ORDER.get(c[0], 99),
                                   MODE_ORDER.get(c[1], 9),
@@ -445,8 +447,8 @@ def cover_tables(summary, timed=True, meta=None):
     out = []
     for clock in sorted({r["clock"] for r in summary} if timed else (),
                         key=lambda c: (c != "icount", c)):
-        head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3} {base:>16} "
-                f"{'f2fs-lf':>20}" +
+        head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3}" +
+                (f" {base:>16} {'f2fs-lf':>20}" if plain else "") +
                 (f" {'crypt-4k':>16} {'crypt-lf':>20}" if crypt else "") +
                 "".join(f" {c:>5}" for c in others))
         units = sorted({unit(c[0]) for c in cells})
@@ -458,8 +460,9 @@ def cover_tables(summary, timed=True, meta=None):
         for wl, mode, bs in cells:
             b = idx.get((base, wl, mode, bs, clock))
             lf = idx.get(("f2fs-lf", wl, mode, bs, clock))
-            line = (f"{wl:<{ww}} {mode:<9} {bs:>3} {cell(b):>16} "
-                    f"{cell(lf):>14}{ratio(lf, b)}")
+            line = f"{wl:<{ww}} {mode:<9} {bs:>3}"
+            if plain:
+                line += f" {cell(b):>16} {cell(lf):>14}{ratio(lf, b)}"
             if crypt:
                 cb = idx.get(("f2fs-crypt-4k", wl, mode, bs, clock))
                 cl = idx.get(("f2fs-crypt-lf", wl, mode, bs, clock))
@@ -469,8 +472,9 @@ def cover_tables(summary, timed=True, meta=None):
                 line += f" {r['median']:>5.0f}" if r else f" {'-':>5}"
             out.append(line)
         out.append("")
-        out += cover_lat(clock, idx, base, cells, crypt, others, ww)
-        out += cover_frag(clock, idx, base, cells, crypt, others, ww)
+        out += cover_lat(clock, idx, base, cells, crypt, others, ww, plain)
+        out += cover_frag(clock, idx, base, cells, crypt, others, ww,
+                          plain)
     for note in wl_notes({c[0] for c in cells} if timed else ()):
         out += textwrap.wrap(note, 72) + [""]
     if timed and any(c[0].startswith("frag-") for c in cells):
@@ -509,7 +513,7 @@ def cover_bios(summary, ww):
     return out + [""]
 
 
-def cover_lat(clock, idx, base, cells, crypt, others, ww):
+def cover_lat(clock, idx, base, cells, crypt, others, ww, plain=True):
     """The read cells as fio's mean latency per read, for the cover."""
     reads = [c for c in cells if c[0].startswith("read-")]
     if not reads:
@@ -522,8 +526,8 @@ def cover_lat(clock, idx, base, cells, crypt, others, ww):
     def cell(x):
         return span(x, us)
 
-    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3} {base:>17} "
-            f"{'f2fs-lf':>23}" +
+    head = (f"{'workload':<{ww}} {'mode':<9} {'bs':>3}" +
+            (f" {base:>17} {'f2fs-lf':>23}" if plain else "") +
             (f" {'crypt-4k':>17} {'crypt-lf':>23}" if crypt else "") +
             "".join(f" {c:>5}" for c in others))
     out = textwrap.wrap(f"{COVER_CLOCKS.get(clock, clock)}, mean latency "
@@ -532,8 +536,9 @@ def cover_lat(clock, idx, base, cells, crypt, others, ww):
     for wl, mode, bs in reads:
         key = (wl, mode, bs)
         b, lf = lat(base, key), lat("f2fs-lf", key)
-        line = (f"{wl:<{ww}} {mode:<9} {bs:>3} {cell(b):>17} "
-                f"{cell(lf):>17}{ratio(b, lf)}")
+        line = f"{wl:<{ww}} {mode:<9} {bs:>3}"
+        if plain:
+            line += f" {cell(b):>17} {cell(lf):>17}{ratio(b, lf)}"
         if crypt:
             cb, cl = lat("f2fs-crypt-4k", key), lat("f2fs-crypt-lf", key)
             line += f" {cell(cb):>17} {cell(cl):>17}{ratio(cb, cl)}"
