@@ -42,6 +42,9 @@ FULL_NOTE = ("full-read and full-write: 1M reads of a written file and "
              "come from reclaim; lf NN% = median share of the file's "
              "cached pages that are in large folios after the run "
              "(/proc/kpageflags).")
+FULL_ORDER0_NOTE = ("--full-order0: the page cache filled with order-0 "
+                    "folios (the sparse file on f2fs mounted nolargefolio "
+                    "instead of ext4), whose reclaim frees single pages.")
 WL_NOTES = {
     "rand-overwrite-cold": "rand-overwrite-cold: rand-overwrite's 4 KiB "
                            "random writes, fsync after each, into the "
@@ -234,6 +237,8 @@ def tables(summary, meta):
         md += [note, ""]
     if any(r["workload"].startswith("frag-") for r in summary):
         md += [frag_note(meta.get("frag_order", 0)), ""]
+    if meta.get("full_order0"):
+        md += [FULL_ORDER0_NOTE, ""]
     if meta.get("quick"):
         md += ["**Quick run: one small repetition, proves the bench works; "
                "not a measurement.**", ""]
@@ -480,6 +485,8 @@ def cover_tables(summary, timed=True, meta=None):
     if timed and any(c[0].startswith("frag-") for c in cells):
         out += textwrap.wrap(frag_note((meta or {}).get("frag_order", 0),
                                        True), 72) + [""]
+    if timed and (meta or {}).get("full_order0"):
+        out += textwrap.wrap(FULL_ORDER0_NOTE, 72) + [""]
     return out + cover_bios(summary, ww)
 
 

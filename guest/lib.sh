@@ -176,13 +176,18 @@ frag_off() {
 # to what reclaim keeps free, as on a phone, where the page cache holds
 # whatever memory nothing else uses: a sparse file as big as the guest's
 # memory on ext4 on $DEV2, read through (ext4 caches it in large folios),
-# so that the cell's folios come from reclaim.  full_off drops it.
+# so that the cell's folios come from reclaim; with LAB_FULL_ORDER0 on f2fs
+# mounted nolargefolio instead, in order-0 folios, whose reclaim frees
+# single pages.  full_off drops it.
 FULL_MNT=/tmp/full
 full_on() {
 	drop_caches
 	mkdir -p $FULL_MNT
-	mkfs_fs ext4 $DEV2 && mount -t ext4 $DEV2 $FULL_MNT || {
-		echo "full: cannot make ext4 on $DEV2" >&2; return 1; }
+	local fs=ext4
+	[ -n "${LAB_FULL_ORDER0:-}" ] && fs=f2fs
+	mkfs_fs $fs $DEV2 && mount_fs $fs $DEV2 $FULL_MNT "" \
+		"${LAB_FULL_ORDER0:+0}" || {
+		echo "full: cannot make $fs on $DEV2" >&2; return 1; }
 	local kib
 	kib=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
 	truncate -s ${kib}K $FULL_MNT/fill && cat $FULL_MNT/fill > /dev/null || {
