@@ -72,28 +72,28 @@ def columns(d, label):
     return cols
 
 
-def lf_shares(d, mode):
-    """["f2fs-4k N%", "f2fs-lf N%"] from raw/f2fs-V-MODE-lf.txt, if any."""
+def per_variant(d, mode, what, fmt):
+    """["f2fs-V " + fmt(text)] for each variant's raw/f2fs-V-MODE-WHAT.txt
+    that exists."""
     out = []
     for v in ("4k", "lf"):
-        p = os.path.join(d, "raw", f"f2fs-{v}-{mode}-lf.txt")
+        p = os.path.join(d, "raw", f"f2fs-{v}-{mode}-{what}.txt")
         if os.path.exists(p):
             with open(p) as f:
-                out.append(f"f2fs-{v} {f.read().strip()}%")
+                out.append(f"f2fs-{v} {fmt(f.read())}")
     return out
 
 
-def wb_reasons(d, mode):
-    """["f2fs-V: N reason=R, ...", ...] from raw/f2fs-V-MODE-wb.txt."""
-    out = []
-    for v in ("4k", "lf"):
-        p = os.path.join(d, "raw", f"f2fs-{v}-{mode}-wb.txt")
-        if os.path.exists(p):
-            with open(p) as f:
-                ev = [" x".join(reversed(line.split())) for line in f
-                      if line.strip()]
-            out.append(f"f2fs-{v} " + (", ".join(ev) if ev else "none"))
-    return out
+def lf_share(text):
+    """The share of the file in large folios, lf_pct's N: "N%"."""
+    return f"{text.strip()}%"
+
+
+def wb_reasons(text):
+    """uniq -c's "N reason=R" lines as "reason=R xN, ...", or "none"."""
+    ev = [" x".join(reversed(line.split())) for line in text.splitlines()
+          if line.strip()]
+    return ", ".join(ev) if ev else "none"
 
 
 def top(cols, mode, n):
@@ -189,11 +189,11 @@ def main():
         for f in top(mc, m, TOP):
             out.append(f"| {f} | " + " | ".join(cells(mc, m, f)) + " |")
         out.append("")
-        lf = lf_shares(d, m)
+        lf = per_variant(d, m, "lf", lf_share)
         if lf:
             out += ["Share of the file's cached pages in large folios after "
                     "the run: " + ", ".join(lf) + ".", ""]
-        wb = wb_reasons(d, m)
+        wb = per_variant(d, m, "wb", wb_reasons)
         if wb:
             out += ["Writeback started during the run (writeback_start "
                     "events by reason): " + "; ".join(wb) + ".", ""]
