@@ -89,7 +89,11 @@ def cmd_run(path, seed, log):
                     while done < len(data):
                         done += os.pwrite(fd, data[done:], off + done)
                 fcntl.ioctl(fd, ABORT if kind == "abort" else COMMIT)
-            except OSError:
+            except OSError as e:
+                # The shutdown ends the loop; 20-crash checks that this
+                # process was still running when the shutdown came.
+                print(f"atomic: transaction {t} stopped: {e}",
+                      file=sys.stderr)
                 return 0
             lg.write(f"{t}\n")
             t += 1

@@ -58,6 +58,17 @@ EOS
 			return
 		fi ;;
 	esac
+	# fx turns off an operation the filesystem refuses (it says so at the
+	# end): only collapse and insert range, which f2fs refuses for
+	# encrypted files, may be off.
+	local off
+	off=$(grep -E '^fx: (fallocate mode .* disabled|note: )' /tmp/fx.out)
+	[ $fs = f2fs-crypt ] &&
+		off=$(grep -vE 'mode (COLLAPSE|INSERT)_RANGE ' <<< "$off")
+	if [ -n "$off" ]; then
+		result FAIL "$name" "fx turned off: $(tr '\n' ' ' <<< "$off")"
+		return
+	fi
 	# fx stores garbage past EOF through mappings (as fsx -e): say how often
 	local eof=$(grep -o 'eof-garbage=[0-9]*' /tmp/fx.out | cut -d= -f2)
 	local took=$(( $(date +%s) - t0 ))

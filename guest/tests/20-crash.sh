@@ -111,7 +111,7 @@ atomic_crash_one() {
 				return; }
 		fi
 		timeout 300 /usr/bin/python3 $REPO/guest/atomic.py run $MNT/db $i \
-			/tmp/atomic.log & pid=$!
+			/tmp/atomic.log 2> /tmp/atomic.err & pid=$!
 		# Count the delay from the first acknowledged transaction: on a
 		# busy host the interpreter alone can take longer to start.
 		for w in $(seq 600); do
@@ -122,6 +122,13 @@ atomic_crash_one() {
 		sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
 		how=shutdown
 		[ $((i % 3)) = 0 ] && how="shutdown -f"
+		# Only the shutdown may stop the transactions: an error before
+		# it would end them as quietly.
+		kill -0 $pid 2>/dev/null || {
+			wait $pid
+			result FAIL "$name" "transactions stopped before shutdown"\
+" $i, after $(wc -l < /tmp/atomic.log) of them: "\
+"$(tail -1 /tmp/atomic.err 2>/dev/null)"; umount $MNT; return; }
 		xfs_io -x -c "$how" $MNT || {
 			result FAIL "$name" "$how failed"; return; }
 		wait $pid || { result FAIL "$name" "transactions did not stop "\

@@ -10,7 +10,23 @@
 M=$((1024 * 1024))
 # stat_of FILE -> "resident large largest"
 stat_of() {
-	folio-stat "$1" | awk '/^resident/ {print $2, $7, $11}'
+	local out
+	out=$(folio-stat "$1") || return
+	awk '/^resident/ {print $2, $7, $11}' <<< "$out"
+}
+
+# umount_check NAME FS: unmount, and for f2fs fsck the image
+umount_check() {
+	umount $MNT || { result FAIL "$1-fsck" "umount failed"; return; }
+	case $2 in
+	f2fs*)
+		if fsck_clean $DEV > /tmp/fsck.out; then
+			result PASS "$1-fsck" "fsck.f2fs clean"
+		else
+			result FAIL "$1-fsck" \
+				"$(head -2 /tmp/fsck.out | tr '\n' ' ')"
+		fi ;;
+	esac
 }
 
 # expect NAME FILE large|small
@@ -47,7 +63,7 @@ check_fs() {
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	cat $dir/f > /dev/null
 	expect "$name-read" $dir/f "$want_r"
-	umount $MNT
+	umount_check "$name" "$fs"
 }
 
 # fs-verity: enable verity while the written file is still cached, then
@@ -63,7 +79,7 @@ check_verity() {
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	cat $MNT/f > /dev/null || result FAIL "$name" "verified read failed"
 	expect "$name-read" $MNT/f "$want"
-	umount $MNT
+	umount_check "$name" f2fs
 }
 
 check_fs folios-xfs xfs "" large large
@@ -89,7 +105,7 @@ else
 	cat $MNT/f > /dev/null
 	expect folios-f2fs-immutable-read $MNT/f large
 	chattr -i $MNT/f
-	umount $MNT
+	umount_check folios-f2fs-immutable f2fs
 	# ... encrypted ones included.
 	mkfs_fs f2fs-crypt $DEV && mount_fs f2fs $DEV $MNT inlinecrypt "" || {
 		result FAIL folios-f2fs-crypt-immutable "mkfs/mount failed"
@@ -102,5 +118,5 @@ else
 	cat $MNT/enc/f > /dev/null
 	expect folios-f2fs-crypt-immutable-read $MNT/enc/f large
 	chattr -i $MNT/enc/f
-	umount $MNT
+	umount_check folios-f2fs-crypt-immutable f2fs
 fi
