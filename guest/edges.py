@@ -1133,9 +1133,10 @@ def case_pressure(d):
     available memory.  The hog must hold its memory to the end.  How many
     pages reclaim took meanwhile is reported where the kernel counts them
     (the test kernel): under TCG none, as the hog fills its memory more
-    slowly than the case runs (85% took none either; 90%, or waiting for
-    the hog, runs the guest out of memory, as the ramdisk's pages cannot
-    be reclaimed), so this case does not prove reclaim of large folios."""
+    slowly than the case runs (85% took none in three runs, 90% some in
+    one of two; a hog of all but 40 or 128 MiB, waited for, ran the guest
+    out of memory, as the ramdisk's pages cannot be reclaimed), so this
+    case does not prove reclaim of large folios."""
     hog_bytes = int(mem_available() * 0.7)
     stolen0 = pages_stolen()
     hog = subprocess.Popen(["stress-ng", "--vm", "1", "--vm-bytes",
