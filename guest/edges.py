@@ -1128,60 +1128,116 @@ def case_atomic_pin(d):
           f"and the read's; pinned pages in folios of order {orders}")
 
 
+PRESSURE_MIB = 160         # the file the child writes and reads
+PRESSURE_LIMIT = 48 * MIB  # its memory cgroup's memory.max
+CGROOT = "/sys/fs/cgroup"
+
+
+def memcg(name, limit):
+    """A cgroup v2 group with the memory controller and memory.max =
+    limit (cgroup2 mounted at CGROOT first if need be); its path."""
+    ctl = os.path.join(CGROOT, "cgroup.controllers")
+    if not os.path.exists(ctl):
+        os.makedirs(CGROOT, exist_ok=True)
+        run(["mount", "-t", "cgroup2", "none", CGROOT])
+    with open(ctl) as c:
+        if "memory" not in c.read().split():
+            raise Mismatch("no memory cgroup controller in this kernel "
+                           "(CONFIG_MEMCG: the test kernel has it)")
+    with open(os.path.join(CGROOT, "cgroup.subtree_control"), "w") as c:
+        c.write("+memory")
+    path = os.path.join(CGROOT, name)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "memory.max"), "w") as m:
+        m.write(str(limit))
+    return path
+
+
+def cg_stat(path, name, key):
+    """One counter of a cgroup's memory.stat or memory.events."""
+    with open(os.path.join(path, name)) as f:
+        for line in f:
+            k, v = line.split()
+            if k == key:
+                return int(v)
+    raise Mismatch(f"no {key} in {name}")
+
+
+def pressure_expected(i):
+    """What the i-th MiB of the pressure file holds (from 513 on): its
+    pattern, with the rewrite that every seventh gets inside it."""
+    b = bytearray(pattern(1000 + i, MIB))
+    if i % 7 == 0:
+        b[20000:25000] = pattern(2000 + i, 5000)
+    return bytes(b)
+
+
+def pressure_child(path, cg):
+    """In the memory cgroup cg: write the pressure file in unaligned
+    1 MiB writes, fsync every 16 MiB, rewrite 5000 bytes inside every
+    seventh MiB, and read it all back; prints the pages in large folios
+    after the writes."""
+    with open(os.path.join(cg, "cgroup.procs"), "w") as p:
+        p.write(str(os.getpid()))
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    lf = 0
+    for i in range(PRESSURE_MIB):
+        os.pwrite(fd, pattern(1000 + i, MIB), 513 + i * MIB)
+        if i % 16 == 15:
+            lf = max(lf, folio_counts(path)[1])
+            os.fsync(fd)
+    for i in range(0, PRESSURE_MIB, 7):
+        os.pwrite(fd, pattern(2000 + i, 5000), 513 + i * MIB + 20000)
+    os.fsync(fd)
+    if os.pread(fd, 513, 0) != bytes(513):
+        raise Mismatch("pressure: the first 513 bytes are not zero")
+    for i in range(PRESSURE_MIB):
+        if os.pread(fd, MIB, 513 + i * MIB) != pressure_expected(i):
+            raise Mismatch(f"pressure: MiB {i} (at {513 + i * MIB}) read "
+                           "back wrong under its cgroup's memory limit")
+    os.close(fd)
+    print(f"lf={lf}")
+
+
 def case_pressure(d):
-    """Write and read a file while another process takes 70% of the
-    available memory.  The hog must hold its memory to the end.  How many
-    pages reclaim took meanwhile is reported where the kernel counts them
-    (the test kernel): under TCG none, as the hog fills its memory more
-    slowly than the case runs (85% took none in three runs, 90% some in
-    one of two; a hog of all but 40 or 128 MiB, waited for, ran the guest
-    out of memory, as the ramdisk's pages cannot be reclaimed), so this
-    case does not prove reclaim of large folios."""
-    hog_bytes = int(mem_available() * 0.7)
-    stolen0 = pages_stolen()
-    hog = subprocess.Popen(["stress-ng", "--vm", "1", "--vm-bytes",
-                            str(hog_bytes), "--vm-keep",
-                            "--timeout", "600s", "--quiet"])
-    try:
-        f = File(os.path.join(d, "pressure"))
-        for i in range(48):
-            f.write(i * MIB + (i % 7) * 513, pattern(50 + i, MIB + 3))
-        f.verify("under memory pressure")
-        os.fsync(f.fd)
-        f.verify("under memory pressure after fsync")
-        f.close()
-    finally:
-        gone = hog.poll()
-        hog.terminate()
-        hog.wait()
-    if gone is not None:
-        raise Mismatch(f"pressure: stress-ng exited with {gone} before "
-                       "the case ended")
-    how = ("no VM event counters in this kernel" if stolen0 is None else
-           f"reclaim took {pages_stolen() - stolen0} pages meanwhile")
-    print(f"pressure: 48 unaligned 1 MiB writes read back before and after "
-          f"fsync beside a {hog_bytes // MIB} MiB memory hog; {how}")
-
-
-def mem_available():
-    with open("/proc/meminfo") as m:
-        for line in m:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * KIB
-    raise Mismatch("no MemAvailable in /proc/meminfo")
-
-
-def pages_stolen():
-    """Pages reclaim has taken since boot (/proc/vmstat pgsteal_*), or
-    None without CONFIG_VM_EVENT_COUNTERS (the bench kernel; the test
-    kernel has them)."""
-    n = None
-    with open("/proc/vmstat") as v:
-        for line in v:
-            k, val = line.split()
-            if k.startswith("pgsteal_"):
-                n = (n or 0) + int(val)
-    return n
+    """Reclaim takes a file's large folios while they are written, written
+    back and read: a child in a memory cgroup of 48 MiB writes a 160 MiB
+    file and reads it back (pressure_child()).  Its cgroup's reclaim
+    must take pages (memory.stat pgsteal), with no OOM kill, every byte
+    must read back right, in the child and again from outside the
+    cgroup, and the file must have had large folios in the cache as the
+    variant under test gives them."""
+    cg = memcg("lab-pressure", PRESSURE_LIMIT)
+    path = os.path.join(d, "pressure")
+    r = subprocess.run([sys.executable, os.path.abspath(__file__),
+                        "pressure-child", path, cg],
+                       capture_output=True, text=True)
+    stolen = cg_stat(cg, "memory.stat", "pgsteal")
+    ooms = cg_stat(cg, "memory.events", "oom_kill")
+    os.rmdir(cg)
+    if r.returncode:
+        raise Mismatch(f"pressure: the child failed ({r.returncode}): "
+                       f"{(r.stdout + r.stderr).strip()[-300:]}")
+    if ooms:
+        raise Mismatch(f"pressure: {ooms} OOM kills in the cgroup")
+    if stolen <= 0:
+        raise Mismatch("pressure: the cgroup's reclaim took no page")
+    lf = int(r.stdout.split("lf=")[-1])
+    want = os.environ.get("EDGES_FOLIOS")
+    if (want == "large" and not lf) or (want == "small" and lf):
+        raise Mismatch(f"pressure: want {want} folios, {lf} pages of the "
+                       "file were in large folios")
+    with open(path, "rb") as f:
+        if f.read(513) != bytes(513):
+            raise Mismatch("pressure: the first 513 bytes read back wrong")
+        for i in range(PRESSURE_MIB):
+            if f.read(MIB) != pressure_expected(i):
+                raise Mismatch(f"pressure: MiB {i} read back wrong "
+                               "outside the cgroup")
+    os.unlink(path)
+    print(f"pressure: {PRESSURE_MIB} MiB written, rewritten and read back "
+          f"in a {PRESSURE_LIMIT // MIB} MiB memory cgroup, whose reclaim "
+          f"took {stolen} pages; up to {lf} pages in large folios")
 
 
 def f2fs_dirty_data():
@@ -2485,6 +2541,13 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
 
 
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "pressure-child":
+        try:
+            pressure_child(sys.argv[2], sys.argv[3])
+        except Mismatch as e:
+            print(f"edges: FAIL {e}")
+            return 1
+        return 0
     if len(sys.argv) != 3 or (sys.argv[1] not in CASES and
                               sys.argv[1] != "all"):
         sys.exit(__doc__)
