@@ -477,7 +477,12 @@ def large_folios(path, what, rng=()):
     range (offset, length) if given), checked against what the variant
     under test gives (EDGES_FOLIOS: large or small; unchecked when
     unset)."""
-    lf = folio_counts(path, rng)[1]
+    return want_folios(folio_counts(path, rng)[1], what)
+
+
+def want_folios(lf, what):
+    """lf, a count of pages in large folios, checked against what the
+    variant under test gives (EDGES_FOLIOS, as for large_folios())."""
     want = os.environ.get("EDGES_FOLIOS")
     if (want == "large" and not lf) or (want == "small" and lf):
         raise Mismatch(f"{what}: want {want} folios, {lf} pages are in "
@@ -1172,6 +1177,16 @@ def pressure_expected(i):
     return bytes(b)
 
 
+def pressure_check(fd, where):
+    """The pressure file, read back through fd, holds what it should."""
+    if os.pread(fd, 513, 0) != bytes(513):
+        raise Mismatch(f"pressure: the first 513 bytes are not zero {where}")
+    for i in range(PRESSURE_MIB):
+        if os.pread(fd, MIB, 513 + i * MIB) != pressure_expected(i):
+            raise Mismatch(f"pressure: MiB {i} (at {513 + i * MIB}) read "
+                           f"back wrong {where}")
+
+
 def pressure_child(path, cg):
     """In the memory cgroup cg: write the pressure file in unaligned
     1 MiB writes, fsync every 16 MiB, rewrite 5000 bytes inside every
@@ -1189,12 +1204,7 @@ def pressure_child(path, cg):
     for i in range(0, PRESSURE_MIB, 7):
         os.pwrite(fd, pattern(2000 + i, 5000), 513 + i * MIB + 20000)
     os.fsync(fd)
-    if os.pread(fd, 513, 0) != bytes(513):
-        raise Mismatch("pressure: the first 513 bytes are not zero")
-    for i in range(PRESSURE_MIB):
-        if os.pread(fd, MIB, 513 + i * MIB) != pressure_expected(i):
-            raise Mismatch(f"pressure: MiB {i} (at {513 + i * MIB}) read "
-                           "back wrong under its cgroup's memory limit")
+    pressure_check(fd, "under the cgroup's memory limit")
     os.close(fd)
     print(f"lf={lf}")
 
@@ -1222,18 +1232,13 @@ def case_pressure(d):
         raise Mismatch(f"pressure: {ooms} OOM kills in the cgroup")
     if stolen <= 0:
         raise Mismatch("pressure: the cgroup's reclaim took no page")
-    lf = int(r.stdout.split("lf=")[-1])
-    want = os.environ.get("EDGES_FOLIOS")
-    if (want == "large" and not lf) or (want == "small" and lf):
-        raise Mismatch(f"pressure: want {want} folios, {lf} pages of the "
-                       "file were in large folios")
-    with open(path, "rb") as f:
-        if f.read(513) != bytes(513):
-            raise Mismatch("pressure: the first 513 bytes read back wrong")
-        for i in range(PRESSURE_MIB):
-            if f.read(MIB) != pressure_expected(i):
-                raise Mismatch(f"pressure: MiB {i} read back wrong "
-                               "outside the cgroup")
+    lf = want_folios(int(r.stdout.split("lf=")[-1]),
+                     "pressure: the file written in the cgroup")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pressure_check(fd, "outside the cgroup")
+    finally:
+        os.close(fd)
     os.unlink(path)
     print(f"pressure: {PRESSURE_MIB} MiB written, rewritten and read back "
           f"in a {PRESSURE_LIMIT // MIB} MiB memory cgroup, whose reclaim "

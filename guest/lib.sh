@@ -85,6 +85,17 @@ fsck_clean() {
 	fi
 }
 
+# umount_fsck NAME FS: unmount $MNT and, for f2fs, fsck $DEV; a failure of
+# either is NAME's (or NAME-fsck's) FAIL result, and the status.
+umount_fsck() {
+	umount $MNT || { result FAIL "$1" "umount failed"; return 1; }
+	case $2 in
+	f2fs*) fsck_clean $DEV > /tmp/fsck.out || {
+		result FAIL "$1-fsck" "$(head -2 /tmp/fsck.out | tr '\n' ' ')"
+		return 1; } ;;
+	esac
+}
+
 # F2FS variants to run: with the series both folio sizes (4k = order 0,
 # lf = default) or the one LAB_FOLIOS names, without it the one upstream
 # behaviour.

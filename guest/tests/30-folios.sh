@@ -15,20 +15,6 @@ stat_of() {
 	awk '/^resident/ {print $2, $7, $11}' <<< "$out"
 }
 
-# umount_check NAME FS: unmount, and for f2fs fsck the image
-umount_check() {
-	umount $MNT || { result FAIL "$1-fsck" "umount failed"; return; }
-	case $2 in
-	f2fs*)
-		if fsck_clean $DEV > /tmp/fsck.out; then
-			result PASS "$1-fsck" "fsck.f2fs clean"
-		else
-			result FAIL "$1-fsck" \
-				"$(head -2 /tmp/fsck.out | tr '\n' ' ')"
-		fi ;;
-	esac
-}
-
 # expect NAME FILE large|small
 expect() {
 	local name=$1 f=$2 want=$3 s r l o
@@ -63,7 +49,7 @@ check_fs() {
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	cat $dir/f > /dev/null
 	expect "$name-read" $dir/f "$want_r"
-	umount_check "$name" "$fs"
+	umount_fsck "$name" "$fs"
 }
 
 # fs-verity: enable verity while the written file is still cached, then
@@ -79,7 +65,7 @@ check_verity() {
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	cat $MNT/f > /dev/null || result FAIL "$name" "verified read failed"
 	expect "$name-read" $MNT/f "$want"
-	umount_check "$name" f2fs
+	umount_fsck "$name" f2fs
 }
 
 check_fs folios-xfs xfs "" large large
@@ -105,7 +91,7 @@ else
 	cat $MNT/f > /dev/null
 	expect folios-f2fs-immutable-read $MNT/f large
 	chattr -i $MNT/f
-	umount_check folios-f2fs-immutable f2fs
+	umount_fsck folios-f2fs-immutable f2fs
 	# ... encrypted ones included.
 	mkfs_fs f2fs-crypt $DEV && mount_fs f2fs $DEV $MNT inlinecrypt "" || {
 		result FAIL folios-f2fs-crypt-immutable "mkfs/mount failed"
@@ -118,5 +104,5 @@ else
 	cat $MNT/enc/f > /dev/null
 	expect folios-f2fs-crypt-immutable-read $MNT/enc/f large
 	chattr -i $MNT/enc/f
-	umount_check folios-f2fs-crypt-immutable f2fs
+	umount_fsck folios-f2fs-crypt-immutable f2fs
 fi

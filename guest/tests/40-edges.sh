@@ -45,11 +45,7 @@ edges_one() {
 		fi
 		result PASS "$name-$c" "$(echo "$out" | tail -1) ($(( $(date +%s) - t0 )) s)"
 	done
-	umount $MNT || { result FAIL "$name" "umount failed"; return; }
-	case $fs in
-	f2fs*) fsck_clean $DEV > /tmp/fsck.out || result FAIL "$name-fsck" \
-		"$(head -2 /tmp/fsck.out | tr '\n' ' ')" ;;
-	esac
+	umount_fsck "$name" "$fs"
 }
 
 ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
