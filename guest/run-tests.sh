@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Guest test suite driver: runs guest/tests/NN-*.sh in order.  Each test
-# reports its own results with `result`; a test that exits non-zero without
-# reporting, or leaves a kernel splat, fails as a whole.
+# reports its own results with `result` and ends with `exit 0`; a test that
+# exits any other way (a syntax error, a kill: the cases after that point
+# never ran), reports nothing, or leaves a kernel splat, fails as a whole.
 . /tmp/lab-repo/guest/lib.sh
 : > "$OUT/results.txt"
 mem=$(awk '/MemTotal/{print $2/1024 " MiB"}' /proc/meminfo)
@@ -31,10 +32,12 @@ for t in "$REPO"/guest/tests/[0-9]*.sh; do
 		dmesg > "$OUT/$name.dmesg"
 		result FAIL "$name-kernel" "kernel splat: $(echo "$s" | head -1)"
 	fi
-	if [ "$after" -eq "$before" ]; then
-		last=$(tail -1 "$OUT/$name.log")
+	last=$(tail -1 "$OUT/$name.log")
+	if [ "$rc" -ne 0 ]; then
 		result FAIL "$name" \
-			"exit $rc and no result reported; see $name.log: $last"
+			"exit $rc before its end; see $name.log: $last"
+	elif [ "$after" -eq "$before" ]; then
+		result FAIL "$name" "no result reported; see $name.log: $last"
 	fi
 	say "$name done in $(( $(date +%s) - start )) s"
 done

@@ -123,3 +123,6 @@ if long_controls; then
 	run_one fx-ext4 ext4 "" ""
 	run_one fx-xfs xfs allocsize=4k ""
 fi
+
+# the end: run-tests.sh fails a test that exits any other way
+exit 0

@@ -194,3 +194,6 @@ if controls; then
 	crash_one crash-ext4 ext4 "" ""
 	crash_one crash-xfs xfs "" ""
 fi
+
+# the end: run-tests.sh fails a test that exits any other way
+exit 0

@@ -106,3 +106,6 @@ else
 	chattr -i $MNT/enc/f
 	umount_fsck folios-f2fs-crypt-immutable f2fs
 fi
+
+# the end: run-tests.sh fails a test that exits any other way
+exit 0

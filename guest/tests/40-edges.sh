@@ -96,3 +96,6 @@ for v in $(f2fs_variants); do
 done
 long_controls && edges_one edges-xfs xfs "" "" \
 	"straddle truncate punch dio mmap collapse-race pressure"
+
+# the end: run-tests.sh fails a test that exits any other way
+exit 0
