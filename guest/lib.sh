@@ -85,14 +85,20 @@ fsck_clean() {
 	fi
 }
 
+# fsck_ok NAME: fsck $DEV (f2fs, unmounted); damage is NAME's FAIL result,
+# with fsck's first lines, and the status.
+fsck_ok() {
+	fsck_clean $DEV > /tmp/fsck.out && return 0
+	result FAIL "$1" "fsck: $(head -2 /tmp/fsck.out | tr '\n' ' ')"
+	return 1
+}
+
 # umount_fsck NAME FS: unmount $MNT and, for f2fs, fsck $DEV; a failure of
 # either is NAME's (or NAME-fsck's) FAIL result, and the status.
 umount_fsck() {
 	umount $MNT || { result FAIL "$1" "umount failed"; return 1; }
 	case $2 in
-	f2fs*) fsck_clean $DEV > /tmp/fsck.out || {
-		result FAIL "$1-fsck" "$(head -2 /tmp/fsck.out | tr '\n' ' ')"
-		return 1; } ;;
+	f2fs*) fsck_ok "$1-fsck" || return 1 ;;
 	esac
 }
 

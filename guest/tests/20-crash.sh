@@ -67,9 +67,7 @@ crash_one() {
 		result FAIL "$name" "file b: $err"; umount $MNT; return; }
 	umount $MNT
 	case $fs in
-	f2fs*) fsck_clean $DEV > /tmp/fsck.out || {
-		result FAIL "$name" "fsck: $(head -2 /tmp/fsck.out | tr '\n' ' ')"
-		return; } ;;
+	f2fs*) fsck_ok "$name" || return ;;
 	esac
 	result PASS "$name" "fsynced data intact after shutdown"
 }
@@ -144,9 +142,7 @@ atomic_crash_one() {
 		done=$((done + 1))
 	done
 	umount $MNT
-	fsck_clean $DEV > /tmp/fsck.out || {
-		result FAIL "$name" "fsck: $(head -2 /tmp/fsck.out | tr '\n' ' ')"
-		return; }
+	fsck_ok "$name" || return
 	# A run that committed nothing proves nothing.
 	if [ $tx -lt $ATOMIC_CRASHES ]; then
 		result FAIL "$name" "only $tx transactions in $done runs"
@@ -178,9 +174,7 @@ atomic_abort_crash() {
 	local rc=$?
 	umount $MNT
 	[ $rc = 0 ] || { result FAIL "$name" "$(echo "$err" | tail -1)"; return; }
-	fsck_clean $DEV > /tmp/fsck.out || {
-		result FAIL "$name" "fsck: $(head -2 /tmp/fsck.out | tr '\n' ' ')"
-		return; }
+	fsck_ok "$name" || return
 	result PASS "$name" "$err"
 }
 
