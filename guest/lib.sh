@@ -12,7 +12,11 @@ export PATH=$BIN:/usr/sbin:/sbin:$PATH
 mkdir -p "$MNT"
 
 # Say something on the console; the host shows LAB: lines as progress.
-say() { echo "LAB: $*" > /dev/console 2>/dev/null || echo "LAB: $*"; }
+# LAB_QUIET (run-tests.sh's self-test) says it on stdout only.
+say() {
+	[ -z "${LAB_QUIET:-}" ] &&
+		echo "LAB: $*" > /dev/console 2>/dev/null || echo "LAB: $*"
+}
 
 # A signal that ends the script says so first (the lab's killed_by_signal():
 # virtme-ng-init reports an exit code, not a signal).  A signal that cannot

@@ -4,6 +4,9 @@
 # reports its own results with `result` and ends with `exit 0`; a test that
 # exits any other way (a syntax error, a kill: the cases after that point
 # never ran), reports nothing, or leaves a kernel splat, fails as a whole.
+# The driver first runs itself on guest/selftest, tests that break each of
+# these rules, and fails "suite-driver" unless it judged them as
+# guest/selftest/expected says (LAB_TESTS names the tests to run).
 . /tmp/lab-repo/guest/lib.sh
 : > "$OUT/results.txt"
 mem=$(awk '/MemTotal/{print $2/1024 " MiB"}' /proc/meminfo)
@@ -14,7 +17,23 @@ probe_knob || {
 knob="absent (unpatched f2fs)"
 [ -n "$LAB_HAS_KNOB" ] && knob=present
 say "f2fs mount option nolargefolio: $knob"
-for t in "$REPO"/guest/tests/[0-9]*.sh; do
+if [ -z "${LAB_TESTS:-}" ]; then
+	st=$OUT/selftest
+	mkdir -p "$st"
+	LAB_TESTS=$REPO/guest/selftest LAB_ONLY= LAB_QUIET=1 OUT=$st \
+		bash "$0" > "$st/driver.log" 2>&1
+	# each result line must begin with the expected line
+	if awk 'NR == FNR { e[++n] = $0; next }
+		index($0, e[FNR]) != 1 { bad = 1 } { m = FNR }
+		END { exit bad || m != n }' \
+		"$REPO/guest/selftest/expected" "$st/results.txt"; then
+		result PASS suite-driver
+	else
+		result FAIL suite-driver "judged guest/selftest otherwise: $(
+			tr '\n' '|' < "$st/results.txt"); see selftest/"
+	fi
+fi
+for t in "${LAB_TESTS:-$REPO/guest/tests}"/[0-9]*.sh; do
 	name=$(basename "$t" .sh)
 	if [ -n "${LAB_ONLY:-}" ]; then
 		case $name in $LAB_ONLY) ;; *) continue ;; esac
