@@ -5,6 +5,7 @@
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-gc, verity-read, verity-corrupt,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
+                              mkwrite-gc,
                               dirty-count, dnode-span, runs, new-runs,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
@@ -31,6 +32,7 @@ import re
 import struct
 import subprocess
 import sys
+import time
 
 @functools.cache
 def libc():
@@ -907,6 +909,98 @@ def case_mkwrite(d):
     f.close()
     print(f"mkwrite: {lf} pages in large folios, {mapped // 4096} faults "
           "counted, every store on disk")
+
+
+def sysfs_int(d, name, value=None):
+    """f2fs's sysfs value name of d's disk, after writing value if given."""
+    path = f"{f2fs_sysfs(d)}/{name}"
+    if value is not None:
+        with open(path, "w") as k:
+            k.write(f"{value}\n")
+    with open(path) as k:
+        return int(k.read())
+
+
+def case_mkwrite_gc(d):
+    """A write fault into a hole of a cached large folio reserves the
+    folio's holes with the folio locked, so it must not run GC then: GC of
+    a segment holding another block of the folio waits for that lock, in
+    the faulting task.  Blocks 0 and 2 of the file's second 2 MiB are each
+    the only valid block of their segment, the best victims; blocks 1 and 3
+    are holes, all in one large folio.  reserved_segments set one section
+    above the free ones makes every f2fs_balance_fs() collect one section:
+    the one the fault runs before it locks the folio moves one of the two
+    blocks, a second under the lock would move the other and hang.  The
+    fault must end; free sections still short after it prove that the
+    reservation ran with GC due."""
+    f = File(os.path.join(d, "mkwrite-gc"))
+    filler = File(os.path.join(d, "mkwrite-gc-filler"))
+    # f2fs writes a file's blocks to the hot log when fewer than
+    # min_hot_blocks are dirty: 0 puts f's and the filler's in one log
+    base, seg = 2 * MIB, 2 * MIB
+    blks = (base // 4096, base // 4096 + 2)
+    hot = sysfs_int(d, "min_hot_blocks")
+    sysfs_int(d, "min_hot_blocks", 0)
+    for blk in blks + (None,):
+        if blk is not None:
+            f.write(blk * 4096, pattern(120 + blk, 4096))
+            os.sync()
+        # the rest of the segment, and a third to close the second one
+        ln = seg - (4096 if blk is not None else 0)
+        filler.write(len(filler.model), pattern(123 + len(filler.model), ln))
+        os.sync()
+    sysfs_int(d, "min_hot_blocks", hot)
+    f.truncate(2 * base)
+    filler.close()
+    os.unlink(filler.path)
+    os.sync()
+    before = phys_blocks(f.path)
+    if sorted(before) != list(blks) or \
+            abs(before[blks[1]] - before[blks[0]]) < 512:
+        raise Mismatch(f"blocks {blks} not in two segments: {before}")
+    drop_caches()
+    f.verify("sparse file")                             # cached by readahead
+    # readahead's first folios are small, the second 2 MiB's are large
+    resident, lf = folio_counts(f.path, (base, base))
+    want_folios(lf if lf == resident == base // 4096 else 0,
+                "the second 2 MiB")
+    store = base + 4096 + 5
+    reserved = sysfs_int(d, "reserved_segments")
+    try:
+        short = sysfs_int(d, "reserved_segments",
+                          sysfs_int(d, "free_segments") + 1)
+        pid = os.fork()
+        if pid == 0:                    # the child stores through a mapping
+            # a hung child must not hold the caller's output pipe open
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            m = mmap.mmap(f.fd, 2 * base)
+            m[store:store + 4] = b"lock"
+            m.close()
+            os._exit(0)
+        for _ in range(1200):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                break
+            time.sleep(0.1)
+        else:
+            with open(f"/proc/{pid}/stack") as st:
+                stack = " < ".join(ln.split()[1].split("+")[0]
+                                   for ln in st if len(ln.split()) > 1)
+            raise Mismatch(f"write fault hung for 120 s: {stack}")
+        free = sysfs_int(d, "free_segments")
+    finally:
+        sysfs_int(d, "reserved_segments", reserved)
+    f.model[store:store + 4] = b"lock"
+    after = phys_blocks(f.path)
+    moved = [b for b in blks if after.get(b) != before[b]]
+    if not moved or free >= short:
+        raise Mismatch(f"GC was not due in the fault: blocks moved "
+                       f"{moved}, {free} free segments of {short} reserved")
+    f.verify_all("store into a hole with GC due")
+    f.close()
+    print(f"mkwrite-gc: {lf} pages in large folios, the fault with GC due "
+          f"ended (GC moved block {moved}), the store on disk")
 
 
 def case_mmap_whole(d):
@@ -2529,7 +2623,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,
          "verity-corrupt": case_verity_corrupt,
-         "mkwrite": case_mkwrite, "mmap-whole": case_mmap_whole,
+         "mkwrite": case_mkwrite, "mkwrite-gc": case_mkwrite_gc,
+         "mmap-whole": case_mmap_whole,
          "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,

@@ -12,9 +12,9 @@
 # files with cached folios (plain, fs-verity, encrypted), fs-verity
 # enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
-# fault per folio through a mapping at a 2 MiB boundary, write
-# faults on a full filesystem, reads racing collapse and insert range,
-# blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
+# fault per folio through a mapping at a 2 MiB boundary, write faults on
+# a full filesystem and with GC due, reads racing collapse and insert
+# range, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
@@ -92,6 +92,18 @@ for v in $(f2fs_variants); do
 		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
 		cp-disable extent partial-read holes atomic atomic-cow atomic-gc
 		atomic-pin pressure enospc" \
+		"$(variant_folios $v)" v2-iv32
+done
+# A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
+# own, without background GC, which would collect its victims first.
+for v in $(f2fs_variants); do
+	edges_one "edges-f2fs-mkwrite-gc-$v" f2fs background_gc=off \
+		"$(variant_order $v)" mkwrite-gc "$(variant_folios $v)"
+	short_only $v && continue
+	edges_one "edges-f2fs-lfs-mkwrite-gc-$v" f2fs mode=lfs,background_gc=off \
+		"$(variant_order $v)" mkwrite-gc "$(variant_folios $v)"
+	edges_one "edges-f2fs-crypt-mkwrite-gc-$v" f2fs-crypt \
+		inlinecrypt,background_gc=off "$(variant_order $v)" mkwrite-gc \
 		"$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
