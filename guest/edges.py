@@ -932,7 +932,20 @@ def case_mkwrite_gc(d):
     the one the fault runs before it locks the folio moves one of the two
     blocks, a second under the lock would move the other and hang.  The
     fault must end; free sections still short after it prove that the
-    reservation ran with GC due."""
+    reservation ran with GC due.  With gc_merge, the balance waits for the
+    GC thread, which would wait for the folio lock."""
+    # A GC thread (gc_merge) must not collect the victims on its own: it
+    # does only when the filesystem has been idle for gc_idle_interval.
+    idle = sysfs_int(d, "gc_idle_interval")
+    sysfs_int(d, "gc_idle_interval", 86400)
+    try:
+        mkwrite_gc(d)
+    finally:
+        sysfs_int(d, "gc_idle_interval", idle)
+
+
+def mkwrite_gc(d):
+    """case_mkwrite_gc() with the GC thread kept idle."""
     f = File(os.path.join(d, "mkwrite-gc"))
     filler = File(os.path.join(d, "mkwrite-gc-filler"))
     # f2fs writes a file's blocks to the hot log when fewer than

@@ -95,12 +95,15 @@ for v in $(f2fs_variants); do
 		"$(variant_folios $v)" v2-iv32
 done
 # A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
-# own, without background GC, which would collect its victims first.
+# own, without background GC, which would collect its victims first, or
+# with the GC thread doing foreground GC too (gc_merge).
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-mkwrite-gc-$v" f2fs background_gc=off \
 		"$(variant_order $v)" mkwrite-gc "$(variant_folios $v)"
 	short_only $v && continue
 	edges_one "edges-f2fs-lfs-mkwrite-gc-$v" f2fs mode=lfs,background_gc=off \
+		"$(variant_order $v)" mkwrite-gc "$(variant_folios $v)"
+	edges_one "edges-f2fs-gcmerge-mkwrite-gc-$v" f2fs gc_merge \
 		"$(variant_order $v)" mkwrite-gc "$(variant_folios $v)"
 	edges_one "edges-f2fs-crypt-mkwrite-gc-$v" f2fs-crypt \
 		inlinecrypt,background_gc=off "$(variant_order $v)" mkwrite-gc \
