@@ -618,18 +618,14 @@ def case_holes(d):
     f.verify("holes: a block written into a hole, cached")
     f.verify_all("holes")
     # Defragmentation (out of place: not under in-place update policies).
-    sysfs = f2fs_sysfs(d)
-    with open(f"{sysfs}/ipu_policy") as p:
-        old = p.read().strip()
+    old = sysfs_int(d, "ipu_policy")
     before = phys_blocks(f.path)
     try:
-        with open(f"{sysfs}/ipu_policy", "w") as p:
-            p.write("0\n")
+        sysfs_int(d, "ipu_policy", 0)
         fcntl.ioctl(f.fd, F2FS_IOC_DEFRAGMENT,
                     struct.pack("<QQ", 0, size))
     finally:
-        with open(f"{sysfs}/ipu_policy", "w") as p:
-            p.write(old + "\n")
+        sysfs_int(d, "ipu_policy", old)
     f.verify("holes: after defragmentation (cached)")
     os.fsync(f.fd)
     after = phys_blocks(f.path)
@@ -830,8 +826,7 @@ def case_mmap(d):
 
 def iostat_enable(d):
     """Turn on f2fs's I/O statistics (iostat_info) of d's disk."""
-    with open(f"{f2fs_sysfs(d)}/iostat_enable", "w") as k:
-        k.write("1\n")
+    sysfs_int(d, "iostat_enable", 1)
 
 
 def iostat_bytes(d, section, name):
@@ -1467,8 +1462,8 @@ def case_runs(d):
     same must hold."""
     sysfs = f2fs_sysfs(d)
     knob = f"{sysfs}/max_io_bytes"
-    with open(f"{sysfs}/ipu_policy") as p:
-        in_place = int(p.read()) & 1 and "mode=lfs" not in mount_options(d)
+    in_place = sysfs_int(d, "ipu_policy") & 1 and \
+        "mode=lfs" not in mount_options(d)
     size = 6 * MIB
     nblk = size // 4096
     f = File(os.path.join(d, "runs"))
