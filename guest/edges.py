@@ -11,7 +11,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, compress-quota,
-                              inline, quota,
+                              inline, quota, data-flush,
                               move-range, move-range-race, all)
 
 Every case writes through the page cache, checks what it reads back against
@@ -1374,6 +1374,107 @@ def f2fs_dirty_data():
     return sum(int(x) for x in m) if m else None
 
 
+def f2fs_status(d, key):
+    """The numbers of the line of debugfs' f2fs status that starts with
+    key, in the section of d's disk."""
+    f2fs_dirty_data()                   # mounts debugfs
+    dev = os.path.basename(mount_source(d))
+    with open("/sys/kernel/debug/f2fs/status") as f:
+        for part in f.read().split("=====[ partition info(")[1:]:
+            if not part.startswith(dev + ")"):
+                continue
+            for line in part.splitlines():
+                if line.strip().startswith(key):
+                    return [int(x) for x in re.findall(r"\d+", line)]
+    raise Mismatch(f"no '{key}' in the f2fs status of {dev}")
+
+
+F2FS_IOC_SHUTDOWN = 0x8004587d
+F2FS_GOING_DOWN_NOSYNC = 2
+
+
+def case_data_flush(d):
+    """With data_flush, f2fs writes the dirty data of files back before a
+    background checkpoint; it finds the files on its list of dirty inodes,
+    which an inode leaves when its count of dirty blocks reaches zero.  A
+    large folio can stay dirty with none of its blocks counted: a punched
+    hole clears the dirty blocks it covers, and a folio that has a block
+    left outside it cannot be split while dirty.  Dirtying a block of that
+    folio again must put its inode back on the list, though mm sees no
+    folio become dirty.  Folio A holds 64 KiB written and fsync'd, its
+    second half rewritten and then punched; folio B, the next 64 KiB,
+    rewritten and then punched, takes the count to zero.  A 4 KiB write
+    into A must be on the list, and on disk after a background checkpoint
+    and a shutdown that writes nothing."""
+    ent = mount_entry(d)
+    dev, mnt, opts = ent[0], ent[1], ent[3]
+    if "data_flush" not in opts.split(","):
+        raise Mismatch(f"data-flush: {mnt} is not mounted with data_flush")
+    # From 64 KiB on: a new file's block 0 is its inline data's order-0
+    # folio.
+    f = File(os.path.join(d, "data-flush"))
+    f.write(64 * KIB, pattern(70, 64 * KIB))        # folio A
+    f.write(128 * KIB, pattern(71, 64 * KIB))       # folio B
+    os.fsync(f.fd)
+    orders = [folio_order_at(f.fd, blk) for blk in (16, 32)]
+    want = {"large": [4, 4], "small": [0, 0]}.get(
+        os.environ.get("EDGES_FOLIOS"), orders)
+    if orders != want:
+        raise Mismatch(f"data-flush: folios A and B of order {orders}, "
+                       f"want {want}")
+    f.write(96 * KIB, pattern(72, 32 * KIB))
+    f.write(128 * KIB, pattern(73, 64 * KIB))
+    f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 96 * KIB, 32 * KIB)
+    f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 128 * KIB, 64 * KIB)
+    data, files = f2fs_status(d, "- data:")
+    if data or files:
+        raise Mismatch(f"data-flush: {data} dirty blocks in {files} files "
+                       "on the dirty list after punching every block "
+                       "rewritten, want 0 in 0")
+    if orders[0] and not page_flags_at(f.fd, 16) & KPF_DIRTY:
+        raise Mismatch("data-flush: folio A clean after the punches, want "
+                       "it dirty with no dirty block")
+    f.write(64 * KIB, pattern(74, 4 * KIB))
+    data, files = f2fs_status(d, "- data:")
+    if data != 1 or files != 1:
+        raise Mismatch(f"data-flush: a block written, {data} dirty blocks "
+                       f"in {files} files on the dirty list, want 1 in 1")
+    # The GC thread balances metadata after each pass, every 100 ms in
+    # urgent mode, and writes a checkpoint, flushing data first, once
+    # cp_interval has passed since the last one.
+    urgent = sysfs_int(d, "gc_urgent")
+    sleep = sysfs_int(d, "gc_urgent_sleep_time")
+    interval = sysfs_int(d, "cp_interval")
+    bg = f2fs_status(d, "CP calls:")[1]
+    try:
+        sysfs_int(d, "gc_urgent_sleep_time", 100)
+        sysfs_int(d, "cp_interval", 1)
+        sysfs_int(d, "gc_urgent", 1)
+        deadline = time.monotonic() + 30
+        while f2fs_status(d, "CP calls:")[1] == bg:
+            if time.monotonic() > deadline:
+                raise Mismatch("data-flush: no background checkpoint in "
+                               "30 s")
+            time.sleep(0.1)
+    finally:
+        sysfs_int(d, "gc_urgent", urgent)
+        sysfs_int(d, "cp_interval", interval)
+        sysfs_int(d, "gc_urgent_sleep_time", sleep)
+    time.sleep(1)                       # the checkpoint after the flush
+    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
+                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
+    f.close()
+    run(["umount", mnt])
+    run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
+    f = File(f.path, f.model)
+    f.verify("data-flush: after a background checkpoint and a shutdown")
+    f.verify_all("data-flush: mounted again")
+    f.close()
+    print(f"data-flush: folios of order {orders[0]}; a block dirtied in a "
+          "dirty folio with no block counted was flushed before a "
+          "background checkpoint")
+
+
 def cached_file(d, name, seed):
     """A 4 MiB file written, synced, dropped from the cache and read back
     (checked against the model), so that readahead caches it in large
@@ -1806,6 +1907,25 @@ def case_crypt_wrap(d):
     print(f"crypt-wrap: DUN wraps at block {w} of inode "
           f"{os.stat(path).st_ino}, inside an order-{order} folio: read "
           "right")
+
+
+KPF_DIRTY = 1 << 4
+
+
+def page_flags_at(fd, blk):
+    """/proc/kpageflags of the page cache page holding block blk of the
+    file (cached already)."""
+    addr = map_page(fd, blk * 4096, mmap.PROT_READ)
+    try:
+        ctypes.string_at(addr, 1)                       # map the page
+        with open("/proc/self/pagemap", "rb") as pm:
+            pm.seek(addr // 4096 * 8)
+            pfn = struct.unpack("<Q", pm.read(8))[0] & ((1 << 55) - 1)
+    finally:
+        libc().munmap(addr, 4096)
+    with open("/proc/kpageflags", "rb") as kf:
+        kf.seek(pfn * 8)
+        return struct.unpack("<Q", kf.read(8))[0]
 
 
 def folio_order_at(fd, blk):
@@ -2658,7 +2778,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "compress-quota": case_compress_quota,
          "extent": case_extent, "holes": case_holes,
          "move-range": case_move_range,
-         "move-range-race": case_move_range_race}
+         "move-range-race": case_move_range_race,
+         "data-flush": case_data_flush}
 
 
 def main():

@@ -13,7 +13,9 @@
 # enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
 # fault per folio through a mapping at a 2 MiB boundary, write faults on
-# a full filesystem and with GC due, reads racing collapse and insert
+# a full filesystem and with GC due, a block dirtied in a dirty folio
+# with none counted flushed before a background checkpoint (data_flush),
+# reads racing collapse and insert
 # range, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, GC of staged blocks, a page pinned
@@ -108,6 +110,13 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-mkwrite-gc-$v" f2fs-crypt \
 		inlinecrypt,background_gc=off "$(variant_order $v)" mkwrite-gc \
 		"$(variant_folios $v)" v2-iv32
+done
+# data_flush writes dirty files back before a background checkpoint
+# (edges.py data-flush); nodiscard, as queued discards count as I/O in
+# flight, which puts the checkpoint off.
+for v in $(f2fs_variants); do
+	edges_one "edges-f2fs-dflush-$v" f2fs data_flush,nodiscard \
+		"$(variant_order $v)" data-flush "$(variant_folios $v)"
 done
 long_controls && edges_one edges-xfs xfs "" "" \
 	"straddle truncate punch dio mmap collapse-race pressure"
