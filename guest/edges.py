@@ -1360,32 +1360,37 @@ def case_pressure(d):
           f"took {stolen} pages; up to {lf} pages in large folios")
 
 
-def f2fs_dirty_data():
-    """f2fs's count of dirty data pages (debugfs status), or None when no
-    f2fs is mounted.  With the series it counts dirty blocks."""
+def f2fs_status_text():
+    """debugfs' f2fs status (mounting debugfs if need be), or None when no
+    f2fs is mounted."""
     if not os.path.exists("/sys/kernel/debug/f2fs"):
         subprocess.run(["mount", "-t", "debugfs", "none", "/sys/kernel/debug"],
                        capture_output=True)
     try:
         with open("/sys/kernel/debug/f2fs/status") as f:
-            m = re.findall(r"^\s*- data:\s*(\d+) in files", f.read(), re.M)
+            return f.read()
     except OSError:
         return None
+
+
+def f2fs_dirty_data():
+    """f2fs's count of dirty data pages (debugfs status), or None when no
+    f2fs is mounted.  With the series it counts dirty blocks."""
+    text = f2fs_status_text()
+    m = re.findall(r"^\s*- data:\s*(\d+) in files", text or "", re.M)
     return sum(int(x) for x in m) if m else None
 
 
 def f2fs_status(d, key):
     """The numbers of the line of debugfs' f2fs status that starts with
     key, in the section of d's disk."""
-    f2fs_dirty_data()                   # mounts debugfs
     dev = os.path.basename(mount_source(d))
-    with open("/sys/kernel/debug/f2fs/status") as f:
-        for part in f.read().split("=====[ partition info(")[1:]:
-            if not part.startswith(dev + ")"):
-                continue
-            for line in part.splitlines():
-                if line.strip().startswith(key):
-                    return [int(x) for x in re.findall(r"\d+", line)]
+    for part in (f2fs_status_text() or "").split("=====[ partition info(")[1:]:
+        if not part.startswith(dev + ")"):
+            continue
+        for line in part.splitlines():
+            if line.strip().startswith(key):
+                return [int(x) for x in re.findall(r"\d+", line)]
     raise Mismatch(f"no '{key}' in the f2fs status of {dev}")
 
 
@@ -1912,26 +1917,9 @@ def case_crypt_wrap(d):
 KPF_DIRTY = 1 << 4
 
 
-def page_flags_at(fd, blk):
-    """/proc/kpageflags of the page cache page holding block blk of the
-    file (cached already)."""
-    addr = map_page(fd, blk * 4096, mmap.PROT_READ)
-    try:
-        ctypes.string_at(addr, 1)                       # map the page
-        with open("/proc/self/pagemap", "rb") as pm:
-            pm.seek(addr // 4096 * 8)
-            pfn = struct.unpack("<Q", pm.read(8))[0] & ((1 << 55) - 1)
-    finally:
-        libc().munmap(addr, 4096)
-    with open("/proc/kpageflags", "rb") as kf:
-        kf.seek(pfn * 8)
-        return struct.unpack("<Q", kf.read(8))[0]
-
-
-def folio_order_at(fd, blk):
-    """The order of the page cache folio holding block blk of the file
-    (cached already): the PFN of its page from /proc/self/pagemap, the
-    compound head and tails around it from /proc/kpageflags."""
+def page_pfn(fd, blk):
+    """The PFN of the page cache page holding block blk of the file (cached
+    already), from /proc/self/pagemap."""
     try:
         addr = map_page(fd, blk * 4096, mmap.PROT_READ)
     except OSError as e:
@@ -1946,6 +1934,22 @@ def folio_order_at(fd, blk):
     pfn = ent & ((1 << 55) - 1)
     if not ent >> 63 or not pfn:
         raise Mismatch(f"block {blk}: no PFN in pagemap")
+    return pfn
+
+
+def page_flags_at(fd, blk):
+    """/proc/kpageflags of the page cache page holding block blk of the
+    file (cached already)."""
+    with open("/proc/kpageflags", "rb") as kf:
+        kf.seek(page_pfn(fd, blk) * 8)
+        return struct.unpack("<Q", kf.read(8))[0]
+
+
+def folio_order_at(fd, blk):
+    """The order of the page cache folio holding block blk of the file
+    (cached already): the PFN of its page from /proc/self/pagemap, the
+    compound head and tails around it from /proc/kpageflags."""
+    pfn = page_pfn(fd, blk)
     head, tail = 1 << 15, 1 << 16
     with open("/proc/kpageflags", "rb") as kf:
         def flags(p):
