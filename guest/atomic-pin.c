@@ -5,6 +5,7 @@
  * the transaction's blocks into the file before the commit.
  *
  * Usage: atomic-pin FILE FUSEDIR commit|abort
+ *        atomic-pin FILE FUSEDIR short-abort|short-commit INJECT_STATS
  *
  * FILE (on f2fs) gets 2 MiB of pattern A, is synced, read into the page
  * cache and mapped shared.  A second thread reads 4 KiB with O_DIRECT from a
@@ -22,6 +23,19 @@
  * blocks 256, 258, 259 hold B, block 257 holds C and the rest A.  A block the
  * transaction staged that was written to the file before the commit shows
  * up as B or C after the abort.
+ *
+ * The short modes write B over blocks 256-259 from a buffer whose last three
+ * blocks are not mapped, so the copy stops after block 256: in a large folio
+ * ->write_begin() reserved blocks 257-259 in the COW inode (NEW_ADDR), and
+ * the transaction never wrote them.  The read's data in block 257 is then
+ * not the transaction's and goes to the file, as in 7.3, where no block the
+ * copy did not reach is reserved.  short-abort: the reply comes before the
+ * abort, as above; after it, block 257 holds C and the rest A.  short-commit:
+ * the reply comes while the commit waits after moving the staged blocks to
+ * the file (f2fs's FAULT_ATOMIC_TIMEOUT, which the caller enables; its count
+ * in INJECT_STATS, /proc/fs/f2fs/DEV/inject_stats, says when the commit got
+ * there), so that the commit's own fsync writes block 257 back; after it,
+ * block 256 holds B, block 257 C and the rest A.
  *
  * Prints the order of the pinned page's folio while pinned.  Exit 0 on
  * success, 1 on a data mismatch, 2 on a usage or system error.
@@ -272,6 +286,137 @@ static int folio_order(void *addr)
 	return order;
 }
 
+enum mode { COMMIT, ABORT, SHORT_ABORT, SHORT_COMMIT };
+static const char *const mode_names[] = {
+	"commit", "abort", "short-abort", "short-commit"
+};
+
+static pthread_t rd;
+static int commit_fd, commit_ret, commit_errno, committed;
+
+/* The FUSE server replies: the read completes and dirties the page. */
+static void release_read(void)
+{
+	pthread_mutex_lock(&mu);
+	go = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	pthread_join(rd, NULL);
+	if (dio_ret != BLK) {
+		errno = dio_errno;
+		die("direct read into the mapping");
+	}
+}
+
+static void *commit_thread(void *arg)
+{
+	(void)arg;
+	commit_ret = ioctl(commit_fd, F2FS_IOC_COMMIT_ATOMIC_WRITE);
+	commit_errno = errno;
+	__atomic_store_n(&committed, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* How many times f2fs injected FAULT_ATOMIC_TIMEOUT, from inject_stats. */
+static long atomic_timeouts(const char *path)
+{
+	char line[256];
+	FILE *f = fopen(path, "r");
+	long n = -1;
+
+	if (!f)
+		die(path);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "atomic timeout", 14))
+			n = strtol(line + 14, NULL, 10);
+	fclose(f);
+	if (n < 0) {
+		fprintf(stderr, "atomic-pin: no \"atomic timeout\" in %s\n",
+			path);
+		exit(2);
+	}
+	return n;
+}
+
+/*
+ * The commit, with the read completing while it waits in the injected
+ * FAULT_ATOMIC_TIMEOUT after moving the staged blocks to the file.
+ */
+static void commit_in_window(int fd, const char *stats)
+{
+	long before = atomic_timeouts(stats);
+	struct timespec t0, t;
+	pthread_t ct;
+
+	commit_fd = fd;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (pthread_create(&ct, NULL, commit_thread, NULL))
+		die("pthread_create");
+	while (atomic_timeouts(stats) == before) {
+		if (__atomic_load_n(&committed, __ATOMIC_SEQ_CST)) {
+			fprintf(stderr, "atomic-pin: the commit returned (%d) "
+				"without an injected FAULT_ATOMIC_TIMEOUT: set "
+				"inject_type and inject_rate first\n",
+				commit_ret);
+			exit(2);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 120) {
+			fprintf(stderr, "atomic-pin: the commit did not reach "
+				"its injected wait in 120 s\n");
+			exit(2);
+		}
+		usleep(1000);
+	}
+	release_read();
+	if (__atomic_load_n(&committed, __ATOMIC_SEQ_CST)) {
+		fprintf(stderr, "atomic-pin: the read completed after the "
+			"commit returned, not in its wait\n");
+		exit(2);
+	}
+	pthread_join(ct, NULL);
+	if (commit_ret) {
+		errno = commit_errno;
+		die("F2FS_IOC_COMMIT_ATOMIC_WRITE");
+	}
+}
+
+/* Pattern B over block FIRST only: the copy faults on the next block. */
+static void write_short(int fd)
+{
+	char *src = mmap(NULL, STAGED * BLK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ssize_t n;
+
+	if (src == MAP_FAILED)
+		die("mmap");
+	fill(src, 'B', FIRST * BLK, BLK);
+	if (mprotect(src + BLK, (STAGED - 1) * BLK, PROT_NONE))
+		die("mprotect");
+	n = pwrite(fd, src, STAGED * BLK, FIRST * BLK);
+	if (n != BLK) {
+		fprintf(stderr, "atomic-pin: a write of %d bytes from a buffer "
+			"of which %d are mapped returned %zd (%s), want %d\n",
+			STAGED * BLK, BLK, n, n < 0 ? strerror(errno) : "",
+			BLK);
+		exit(2);
+	}
+	munmap(src, STAGED * BLK);
+}
+
+/* Which pattern block @blk of @b holds: A, B, C or ?. */
+static char pattern_of(const char *b, int blk)
+{
+	char t[BLK];
+
+	for (const char *c = "ABC"; *c; c++) {
+		fill(t, *c, (uint64_t)blk * BLK, BLK);
+		if (!memcmp(b, t, BLK))
+			return *c;
+	}
+	return '?';
+}
+
 static void write_back(int fd)
 {
 	if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE |
@@ -282,17 +427,21 @@ static void write_back(int fd)
 int main(int argc, char **argv)
 {
 	static char buf[FSIZE], want[FSIZE];
-	pthread_t srv, rd;
+	pthread_t srv;
 	char opts[128];
 	unsigned char vec[NBLK];
-	int fd, commit, order, blk, bad = 0;
+	int fd, mode, order, blk, bad = 0;
 
-	if (argc != 4 || (strcmp(argv[3], "commit") && strcmp(argv[3], "abort"))) {
-		fprintf(stderr, "usage: atomic-pin FILE FUSEDIR commit|abort\n");
+	for (mode = 0; mode < 4; mode++)
+		if (argc > 3 && !strcmp(argv[3], mode_names[mode]))
+			break;
+	if (mode == 4 || argc != (mode >= SHORT_ABORT ? 5 : 4)) {
+		fprintf(stderr, "usage: atomic-pin FILE FUSEDIR commit|abort\n"
+			"       atomic-pin FILE FUSEDIR short-abort|short-commit "
+			"INJECT_STATS\n");
 		return 2;
 	}
 	fusedir = argv[2];
-	commit = !strcmp(argv[3], "commit");
 
 	fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fuse_fd < 0)
@@ -342,26 +491,25 @@ int main(int argc, char **argv)
 
 	if (ioctl(fd, F2FS_IOC_START_ATOMIC_WRITE))
 		die("F2FS_IOC_START_ATOMIC_WRITE");
-	fill(buf, 'B', FIRST * BLK, STAGED * BLK);
-	if (pwrite(fd, buf, STAGED * BLK, FIRST * BLK) != STAGED * BLK)
-		die("write B");
+	if (mode >= SHORT_ABORT) {
+		write_short(fd);
+	} else {
+		fill(buf, 'B', FIRST * BLK, STAGED * BLK);
+		if (pwrite(fd, buf, STAGED * BLK, FIRST * BLK) != STAGED * BLK)
+			die("write B");
+	}
 	write_back(fd);				/* staged in the COW inode */
 
-	pthread_mutex_lock(&mu);		/* the read completes: C */
-	go = 1;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	pthread_join(rd, NULL);
-	if (dio_ret != BLK) {
-		errno = dio_errno;
-		die("direct read into the mapping");
+	if (mode == SHORT_COMMIT) {
+		commit_in_window(fd, argv[4]);	/* the read completes: C */
+	} else {
+		release_read();			/* the read completes: C */
+		write_back(fd);
+		if (ioctl(fd, mode == COMMIT ? F2FS_IOC_COMMIT_ATOMIC_WRITE :
+			  F2FS_IOC_ABORT_ATOMIC_WRITE))
+			die(mode == COMMIT ? "F2FS_IOC_COMMIT_ATOMIC_WRITE" :
+			    "F2FS_IOC_ABORT_ATOMIC_WRITE");
 	}
-	write_back(fd);
-
-	if (ioctl(fd, commit ? F2FS_IOC_COMMIT_ATOMIC_WRITE :
-		  F2FS_IOC_ABORT_ATOMIC_WRITE))
-		die(commit ? "F2FS_IOC_COMMIT_ATOMIC_WRITE" :
-		    "F2FS_IOC_ABORT_ATOMIC_WRITE");
 	if (munmap(map, FSIZE) || fsync(fd))
 		die("munmap/fsync");
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -377,34 +525,29 @@ int main(int argc, char **argv)
 	munmap(map, FSIZE);
 
 	fill(want, 'A', 0, FSIZE);
-	if (commit) {
+	if (mode == COMMIT)
 		fill(want + FIRST * BLK, 'B', FIRST * BLK, STAGED * BLK);
+	if (mode == SHORT_COMMIT)
+		fill(want + FIRST * BLK, 'B', FIRST * BLK, BLK);
+	if (mode != ABORT)
 		fill(want + PINNED * BLK, 'C', PINNED * BLK, BLK);
-	}
 	if (pread(fd, buf, FSIZE, 0) != FSIZE)
 		die("read back");
 	for (blk = 0; blk < NBLK; blk++) {
 		char *b = buf + blk * BLK, *w = want + blk * BLK;
-		char got = '?';
 
 		if (!memcmp(b, w, BLK))
 			continue;
-		for (const char *c = "ABC"; *c; c++) {
-			char t[BLK];
-
-			fill(t, *c, (uint64_t)blk * BLK, BLK);
-			if (!memcmp(b, t, BLK))
-				got = *c;
-		}
 		printf("atomic-pin: %s: block %d holds %c, want %c\n", argv[3],
-		       blk, got, commit && blk >= FIRST && blk < FIRST + STAGED ?
-		       (blk == PINNED ? 'C' : 'B') : 'A');
+		       blk, pattern_of(b, blk), pattern_of(w, blk));
 		bad = 1;
 	}
 	close(fd);
 	if (bad)
 		return 1;
-	printf("atomic-pin: %s: the disk holds %s\n", argv[3], commit ?
-	       "the transaction's and the read's data" : "the old data");
+	printf("atomic-pin: %s: the disk holds %s\n", argv[3],
+	       mode == ABORT ? "the old data" : mode == COMMIT ?
+	       "the transaction's and the read's data" :
+	       "the read's data where the copy stopped short");
 	return 0;
 }

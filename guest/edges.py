@@ -1228,24 +1228,44 @@ def case_atomic_pin(d):
     dirtied when the read completes during it (the C tool atomic-pin, with
     a FUSE file as the read's slow source): the blocks the transaction
     staged beside it, in its large folio, must reach the file only with
-    the commit, and the read's data must survive the commit."""
-    orders = []
-    for end in ("abort", "commit"):
-        r = run(["atomic-pin", os.path.join(d, f"atomic-pin-{end}"),
-                 f"/tmp/atomic-pin-fuse-{end}", end], ok_fail=True)
+    the commit, and the read's data must survive the commit.  And where
+    the transaction's copy stopped short of the pinned block, which a
+    large folio's ->write_begin() reserved in the COW inode all the same,
+    the read's data goes to the file, whether the read completes before
+    an abort or while the commit waits between moving the staged blocks
+    and its fsync (FAULT_ATOMIC_TIMEOUT injected)."""
+    orders, failed = [], []
+    stats = f"/proc/fs/f2fs/{os.path.basename(mount_source(d))}/inject_stats"
+    for end in ("abort", "commit", "short-abort", "short-commit"):
+        args = [stats] if end.startswith("short") else []
+        if end == "short-commit":
+            f2fs_inject(d, 1, FAULT_ATOMIC_TIMEOUT)
+        try:
+            r = run(["atomic-pin", os.path.join(d, f"atomic-pin-{end}"),
+                     f"/tmp/atomic-pin-fuse-{end}", end] + args,
+                    ok_fail=True)
+        finally:
+            if end == "short-commit":
+                f2fs_inject(d, 0, 0)
         out = (r.stdout + r.stderr).strip()
         if r.returncode:
-            raise Mismatch(" / ".join(out.splitlines()[-4:]))
+            # every mode runs, so that a failure shows which others fail
+            failed.append(" / ".join(out.splitlines()[-4:]))
+            continue
         m = re.search(r"folio of order (\d+)", out)
         if not m:
             raise Mismatch(f"atomic-pin {end}: no folio order in {out!r}")
         orders.append(int(m.group(1)))
+    if failed:
+        raise Mismatch(" // ".join(failed))
     want = os.environ.get("EDGES_FOLIOS")
     if want and (want == "large") != (min(orders) > 0):
         raise Mismatch(f"atomic-pin: the pinned pages were in folios of "
                        f"order {orders}, want {want}")
     print(f"atomic-pin: abort kept the old data, commit the transaction's "
-          f"and the read's; pinned pages in folios of order {orders}")
+          f"and the read's, the read's data kept past a short copy at "
+          f"abort and in the commit's wait; pinned pages in folios of "
+          f"order {orders}")
 
 
 PRESSURE_MIB = 160         # the file the child writes and reads
@@ -1398,6 +1418,23 @@ F2FS_IOC_SHUTDOWN = 0x8004587d
 F2FS_GOING_DOWN_NOSYNC = 2
 
 
+def unlock_again(d, mnt):
+    """After a mount, add the key of d's encryption policy again, as
+    lib.sh's crypt_unlock does (EDGES_KEY: the raw key file, named by the
+    policy), if d is an encrypted directory below mnt; whether it was."""
+    key = os.environ.get("EDGES_KEY", "")
+    if os.path.samefile(d, mnt) or not os.path.isfile(key):
+        return False
+    cmd = "add_enckey" + (" -d 0123456789abcdef" if key.endswith("-v1")
+                          else "")
+    with open(key, "rb") as k:
+        r = subprocess.run(["xfs_io", "-c", cmd, mnt], stdin=k,
+                           capture_output=True, text=True)
+    if r.returncode:
+        raise Mismatch(f"xfs_io -c '{cmd}' {mnt} failed: {r.stderr.strip()}")
+    return True
+
+
 def case_data_flush(d):
     """With data_flush, f2fs writes the dirty data of files back before a
     background checkpoint; it finds the files on its list of dirty inodes,
@@ -1417,6 +1454,8 @@ def case_data_flush(d):
         raise Mismatch(f"data-flush: {mnt} is not mounted with data_flush")
     # From 64 KiB on: a new file's block 0 is its inline data's order-0
     # folio.
+    r = run(["xfs_io", "-c", "get_encpolicy", d], ok_fail=True)
+    encrypted = r.returncode == 0 and "Policy version" in r.stdout
     f = File(os.path.join(d, "data-flush"))
     f.write(64 * KIB, pattern(70, 64 * KIB))        # folio A
     f.write(128 * KIB, pattern(71, 64 * KIB))       # folio B
@@ -1471,13 +1510,16 @@ def case_data_flush(d):
     f.close()
     run(["umount", mnt])
     run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
+    if unlock_again(d, mnt) != encrypted:
+        raise Mismatch(f"data-flush: {d} is {'' if encrypted else 'not '}"
+                       "encrypted, but EDGES_KEY says otherwise")
     f = File(f.path, f.model)
     f.verify("data-flush: after a background checkpoint and a shutdown")
     f.verify_all("data-flush: mounted again")
     f.close()
-    print(f"data-flush: folios of order {orders[0]}; a block dirtied in a "
-          "dirty folio with no block counted was flushed before a "
-          "background checkpoint")
+    print(f"data-flush: {'encrypted, ' if encrypted else ''}folios of order "
+          f"{orders[0]}; a block dirtied in a dirty folio with no block "
+          "counted was flushed before a background checkpoint")
 
 
 def cached_file(d, name, seed):
@@ -1760,6 +1802,7 @@ def case_collapse_race(d):
 
 
 FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
+FAULT_ATOMIC_TIMEOUT = 1 << 22      # a 1 s wait in the atomic commit
 
 
 def f2fs_inject(d, rate, kind):

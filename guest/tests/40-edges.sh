@@ -117,6 +117,9 @@ done
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-dflush-$v" f2fs data_flush,nodiscard \
 		"$(variant_order $v)" data-flush "$(variant_folios $v)"
+	edges_one "edges-f2fs-crypt-dflush-$v" f2fs-crypt \
+		data_flush,nodiscard,inlinecrypt "$(variant_order $v)" \
+		data-flush "$(variant_folios $v)" v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
 	"straddle truncate punch dio mmap collapse-race pressure"
