@@ -85,7 +85,8 @@ for v in $(f2fs_variants); do
 		"compress compress-quota" "$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
-		"verity-gc verity-read verity-corrupt" "$(variant_folios $v)"
+		"verity-gc verity-read verity-corrupt verity-eof" \
+		"$(variant_folios $v)"
 	# Encrypted files (collapse and insert range refuse them); the
 	# partial block reads of writes must be decrypted, GC moves their
 	# blocks through META_MAPPING.
