@@ -24,6 +24,7 @@ import ctypes
 import errno
 import fcntl
 import functools
+import glob
 import json
 import mmap
 import os
@@ -472,6 +473,75 @@ def gc_file(f, sync):
         raise Mismatch(f"GC (sync={sync}) of the file's {len(segs)} "
                        f"segments all failed: {', '.join(sorted(errs))}")
     return f"sync={sync}: {moved} of {len(segs)} segments"
+
+
+TRACE = "/sys/kernel/tracing"
+
+
+def write_bios(dev, fn):
+    """fn()'s result, and the sizes in 4 KiB blocks of the write bios
+    queued to dev while it ran (the block_bio_queue tracepoint: the test
+    kernel has it, the bench kernel has no tracing)."""
+    if not os.path.isdir(f"{TRACE}/events"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", TRACE],
+                       capture_output=True)
+    ev = f"{TRACE}/events/block/block_bio_queue/enable"
+    if not os.path.exists(ev):
+        raise Mismatch(f"no {ev}: this case needs a kernel with tracing "
+                       "(./lab test --kernel test)")
+    st = os.stat(dev).st_rdev
+    want = f"{os.major(st)},{os.minor(st)}"
+
+    def put(name, val):
+        with open(f"{TRACE}/{name}", "w") as t:
+            t.write(f"{val}\n")
+    put("tracing_on", 0)
+    put("buffer_size_kb", 16384)
+    put("trace", "")
+    put("events/block/block_bio_queue/enable", 1)
+    put("tracing_on", 1)
+    try:
+        out = fn()
+    finally:
+        put("tracing_on", 0)
+        put("events/block/block_bio_queue/enable", 0)
+    for stats in glob.glob(f"{TRACE}/per_cpu/cpu*/stats"):
+        with open(stats) as t:
+            if re.search(r"^overrun: [1-9]", t.read(), re.M):
+                raise Mismatch("the trace buffer overran: bios lost")
+    sizes = []
+    with open(f"{TRACE}/trace") as t:
+        for m in re.finditer(r"block_bio_queue: (\d+,\d+) (\S+) \d+ \+ "
+                             r"(\d+)", t.read()):
+            if m.group(1) == want and "W" in m.group(2) and int(m.group(3)):
+                sizes.append(int(m.group(3)) // 8)
+    put("trace", "")
+    return out, sizes
+
+
+def case_gc_bios(d):
+    """Foreground GC of a file cached in large folios must write the blocks
+    it moves in bios as large as order-0 folios get: moved one call at a
+    time, a block found its folio under writeback for the block before and
+    waited for it, one bio a block.  The block_bio_queue tracepoint counts
+    them (brd does not account its I/O in /sys/block/DEV/stat)."""
+    f = File(os.path.join(d, "gc-bios"))
+    interleave(f, File(os.path.join(d, "gc-bios-filler")), 8 * MIB, 140)
+    lf = large_folios(f.path, "gc-bios: the file cached before GC")
+    what, sizes = write_bios(mount_source(d), lambda: gc_file(f, 1))
+    ios, blocks = len(sizes), sum(sizes)
+    if blocks < 8 * MIB // 4096:
+        raise Mismatch(f"gc-bios: GC ({what}) wrote {blocks} blocks, want "
+                       f"the file's {8 * MIB // 4096} at least")
+    if blocks < 8 * ios:
+        raise Mismatch(f"gc-bios: GC ({what}) wrote {blocks} blocks in {ios} "
+                       "bios, want 8 blocks a bio or more")
+    f.verify("gc-bios: after GC (cached)")
+    drop_caches()
+    f.verify("gc-bios: after GC (from disk)")
+    f.close()
+    print(f"gc-bios: {what}: {blocks} blocks in {ios} bios, {lf} pages in "
+          "large folios")
 
 
 def large_folios(path, what, rng=()):
@@ -2856,6 +2926,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
+         "gc-bios": case_gc_bios,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

@@ -50,7 +50,7 @@ edges_one() {
 	umount_fsck "$name" "$fs"
 }
 
-ALL="straddle truncate punch dio gc gc-mark mmap mkwrite mmap-whole
+ALL="straddle truncate punch dio gc gc-mark gc-bios mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race
 	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure enospc"
