@@ -12,7 +12,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               atomic, atomic-cow, atomic-gc, pressure,
                               pin, swap, compress, compress-quota,
                               inline, quota, data-flush,
-                              move-range, move-range-race, all)
+                              move-range, move-range-race,
+                              thp-collapse, verity-collapse, all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -1173,6 +1174,99 @@ def case_mmap_whole(d):
     f.close()
     print(f"mmap-whole: {lf} pages in large folios, {folios} folios, "
           f"{faults} write faults")
+
+
+MADV_COLLAPSE = 25
+
+
+def collapse(f, what, prot=mmap.PROT_READ | mmap.PROT_WRITE):
+    """MADV_COLLAPSE over a shared mapping of f's first 4 MiB (at a 2 MiB
+    boundary), then the order of the folios holding blocks 0 and 512.
+    With large folios the mapping allows PMD-sized folios, so both 2 MiB
+    halves must end up in one folio of order 9 each, dirty folios written
+    back first; with order-0 folios it allows none and the call must fail
+    with EINVAL, leaving the cache in order-0 folios."""
+    m = mmap.mmap(f.fd, 4 * MIB, prot=prot)
+    err = 0
+    try:
+        m.madvise(MADV_COLLAPSE)
+    except OSError as e:
+        err = e.errno
+    finally:
+        m.close()
+    os.pread(f.fd, 4 * MIB, 0)                      # cached, if it failed
+    orders = [folio_order_at(f.fd, b) for b in (0, 512)]
+    if os.environ.get("EDGES_FOLIOS") == "small":
+        if err != errno.EINVAL or any(orders):
+            raise Mismatch(f"{what}: MADV_COLLAPSE without large folios: "
+                           f"{os.strerror(err) if err else 'success'}, "
+                           f"folio orders {orders}; want EINVAL, 0")
+    elif err or orders != [9, 9]:
+        raise Mismatch(f"{what}: MADV_COLLAPSE: "
+                       f"{os.strerror(err) if err else 'success'}, folio "
+                       f"orders {orders}; want success, [9, 9]")
+    return orders[0]
+
+
+def case_thp_collapse(d):
+    """MADV_COLLAPSE (and khugepaged) may put a file cached in large
+    folios into PMD-sized folios: a new folio, without a state, that
+    copies the old ones after writing back the dirty ones.  Writes, stores
+    and writeback into it must work as for any large folio; in an atomic
+    write the old folios' staged blocks are written to the COW inode first,
+    and commit and abort must still give the new and the old content."""
+    f, lf = cached_file(d, "thp-collapse", 120)
+    f.write(MIB + 5, pattern(121, 10000))                   # dirty
+    order = collapse(f, "thp-collapse")
+    f.verify("collapsed (cached)")
+    f.write(MIB - 100, pattern(122, 300))                   # partial blocks
+    m = mmap.mmap(f.fd, 4 * MIB)
+    for off in range(5, 4 * MIB, 300 * KIB):
+        b = bytes([f.model[off] ^ 0x5a])
+        m[off:off + 1] = b
+        f.model[off:off + 1] = b
+    m.close()
+    f.verify_all("writes and stores into collapsed folios")
+    f.close()
+    for end in ("commit", "abort"):
+        f, lf = cached_file(d, f"thp-collapse-{end}", 123)
+        f.write(3 * MIB + 7, pattern(124, 5000))            # dirty
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        before = bytes(f.model)
+        f.write(5, pattern(125, 4096))
+        f.write(2 * MIB - 10, pattern(126, 64 * KIB))
+        collapse(f, f"thp-collapse in an atomic write ({end})")
+        f.write(MIB + 3, pattern(127, 10))                  # after it
+        f.verify(f"collapsed in an atomic write before {end} (cached)")
+        if end == "commit":
+            fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+        else:
+            fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
+            f.model = bytearray(before)
+        f.verify_all(f"collapsed in an atomic write, {end}")
+        f.close()
+    print(f"thp-collapse: {lf} pages in large folios before, folios of "
+          f"order {order} after, written, committed and aborted")
+
+
+def case_verity_collapse(d):
+    """MADV_COLLAPSE of a verity file's read-only mapping: the pages it
+    reads in are verified, and the PMD-sized folio it makes holds the
+    verified data, in the cache and read again from disk."""
+    f = File(os.path.join(d, "verity-collapse"))
+    f.write(0, pattern(128, 4 * MIB))
+    os.fsync(f.fd)
+    f.close()
+    enable_verity(f.path)
+    f.fd = os.open(f.path, os.O_RDONLY)
+    drop_caches()
+    os.pread(f.fd, 64 * KIB, MIB)                   # some cached, some not
+    order = collapse(f, "verity-collapse", mmap.PROT_READ)
+    f.verify("verity file collapsed (cached)")
+    drop_caches()
+    f.verify("verity file collapsed (from disk)")
+    f.close()
+    print(f"verity-collapse: verified data in folios of order {order}")
 
 
 F2FS_IOC_START_ATOMIC_WRITE = 0xf501
@@ -2928,7 +3022,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
-         "gc-bios": case_gc_bios,
+         "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
+         "verity-collapse": case_verity_collapse,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

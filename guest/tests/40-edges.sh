@@ -16,7 +16,8 @@
 # a full filesystem and with GC due, a block dirtied in a dirty folio
 # with none counted flushed before a background checkpoint (data_flush),
 # reads racing collapse and insert
-# range, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
+# range, MADV_COLLAPSE into PMD-sized folios (plain, atomic, fs-verity,
+# encrypted), blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
@@ -52,7 +53,7 @@ edges_one() {
 
 ALL="straddle truncate punch dio gc gc-mark gc-bios mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
-	partial-read holes move-range move-range-race
+	partial-read holes move-range move-range-race thp-collapse
 	atomic atomic-cow atomic-gc atomic-pin inline pin swap pressure enospc"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
@@ -85,7 +86,7 @@ for v in $(f2fs_variants); do
 		"compress compress-quota" "$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
-		"verity-gc verity-read verity-corrupt verity-eof" \
+		"verity-gc verity-read verity-corrupt verity-eof verity-collapse" \
 		"$(variant_folios $v)"
 	# Encrypted files (collapse and insert range refuse them); the
 	# partial block reads of writes must be decrypted, GC moves their
@@ -94,7 +95,7 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
 		cp-disable extent partial-read holes atomic atomic-cow atomic-gc
-		atomic-pin pressure enospc" \
+		atomic-pin thp-collapse pressure enospc" \
 		"$(variant_folios $v)" v2-iv32
 done
 # A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
