@@ -13,7 +13,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               pin, swap, compress, compress-quota,
                               inline, quota, data-flush,
                               move-range, move-range-race,
-                              thp-collapse, verity-collapse, all)
+                              thp-collapse, verity-collapse, zero-eio,
+                              all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
@@ -52,6 +53,7 @@ def libc():
     lib.quotactl.argtypes = [c.c_int, c.c_char_p, c.c_int, c.c_void_p]
     lib.swapon.argtypes = [c.c_char_p, c.c_int]
     lib.swapoff.argtypes = [c.c_char_p]
+    lib.mprotect.argtypes = [c.c_void_p, c.c_size_t, c.c_int]
     return lib
 
 
@@ -1174,6 +1176,108 @@ def case_mmap_whole(d):
     f.close()
     print(f"mmap-whole: {lf} pages in large folios, {folios} folios, "
           f"{faults} write faults")
+
+
+def dm_table(name, table=None):
+    """The table of device mapper device name, or load table into it and
+    make it live (reload and resume)."""
+    if table is None:
+        return run(["dmsetup", "table", name]).stdout.strip()
+    run(["dmsetup", "reload", "--noudevsync", name, "--table", table])
+    # --nolockfs: a suspend freezes the filesystem, which writes back
+    # the dirty folios a case has set up
+    run(["dmsetup", "resume", "--noudevsync", "--nolockfs", name])
+    return table
+
+
+def case_zero_eio(d):
+    """Zeroing the partial block at a new EOF reads that block only, as
+    7.3 and iomap do: in a large folio that a short copy left partly not
+    uptodate, a read error on another block (device mapper's error target
+    over one disk block) must not fail a truncate into it, nor leave the
+    old bytes past EOF on disk.  The filesystem must be on a linear
+    device mapper device, named in EDGES_DM (40-edges.sh makes one)."""
+    name = os.environ.get("EDGES_DM")
+    if not name:
+        raise Mismatch("zero-eio: no device mapper device named (EDGES_DM)")
+    table = dm_table(name)
+    lin = table.split()
+    if len(lin) != 5 or lin[2] != "linear":
+        raise Mismatch(f"zero-eio: {name}: want one linear target, got "
+                       f"{table!r}")
+    f = File(os.path.join(d, "zero-eio"))
+    f.write(0, pattern(140, 2 * MIB))
+    os.fsync(f.fd)
+    bad = phys_blocks(f.path).get(300)
+    if bad is None:
+        raise Mismatch("zero-eio: block 300 is not mapped")
+    drop_caches()
+    # A write of 2 MiB whose source's second half is not readable copies
+    # the first MiB into a new folio and stops: a 2 MiB folio whose
+    # second half is not uptodate.
+    buf = mmap.mmap(-1, 2 * MIB)
+    src = pattern(141, MIB)
+    buf[:MIB] = src
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    if libc().mprotect(ctypes.c_void_p(addr + MIB), MIB, 0):
+        raise Mismatch("zero-eio: mprotect failed")
+    view = (ctypes.c_char * (2 * MIB)).from_address(addr)
+    try:
+        done = os.pwrite(f.fd, view, 0)
+    except OSError as e:
+        raise Mismatch(f"zero-eio: the short write failed: {e}")
+    if done != MIB:
+        raise Mismatch(f"zero-eio: the write copied {done} bytes, want "
+                       f"{MIB}")
+    f.model[:MIB] = src
+    # (no look at the folio yet: a fault on it would read the rest in)
+    # Block 300 unreadable, the block at the new EOF (384) readable.
+    sectors, start = int(lin[1]), int(lin[4])
+    s0 = bad * 8
+    err_table = (f"0 {s0} linear {lin[3]} {start}\n"
+                 f"{s0} 8 error\n"
+                 f"{s0 + 8} {sectors - s0 - 8} linear {lin[3]} "
+                 f"{start + s0 + 8}")
+    size = 3 * MIB // 2 + 100
+    dm_table(name, err_table)
+    try:
+        # the error target must really fail block 300 (read from the
+        # device: a direct read of the file would write its folio back)
+        blk = run(["dmsetup", "info", "-c", "--noheadings", "-o",
+                   "blkdevname", name]).stdout.strip()
+        fd = os.open(f"/dev/{blk}", os.O_RDONLY | os.O_DIRECT)
+        rbuf = mmap.mmap(-1, 4096)
+        try:
+            os.preadv(fd, [rbuf], bad * 4096)
+            raise Mismatch("zero-eio: block 300 read back through the "
+                           "error target")
+        except OSError as e:
+            if e.errno != errno.EIO:
+                raise
+        finally:
+            os.close(fd)
+        try:
+            os.ftruncate(f.fd, size)
+            err = None
+        except OSError as e:
+            err = e
+    finally:
+        dm_table(name, table)
+    order = folio_order_at(f.fd, size // 4096)
+    if os.environ.get("EDGES_FOLIOS") == "large" and order < 9:
+        raise Mismatch(f"zero-eio: the folio at EOF is of order {order} "
+                       "after the truncate, want 9: the truncate did not "
+                       "meet the large folio")
+    if err:
+        raise Mismatch(f"zero-eio: truncate to {size} with only block 300 "
+                       f"unreadable, not block 384 at the new EOF: {err}")
+    f.truncate(size)
+    f.truncate(size + 8192)                 # the old bytes must not return
+    f.verify_all("a truncate into a large folio with a read error on "
+                 "another block")
+    f.close()
+    print(f"zero-eio: the truncate read block 384 only (folio of order "
+          f"{order}, block 300 at disk block {bad} unreadable)")
 
 
 MADV_COLLAPSE = 25
@@ -3024,6 +3128,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,
+         "zero-eio": case_zero_eio,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

@@ -17,7 +17,8 @@
 # with none counted flushed before a background checkpoint (data_flush),
 # reads racing collapse and insert
 # range, MADV_COLLAPSE into PMD-sized folios (plain, atomic, fs-verity,
-# encrypted), blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
+# encrypted), a truncate into a large folio with a read error on another
+# of its blocks, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, GC of staged blocks, a page pinned
 # across the start), inline data converted, the files that keep order-0
@@ -122,6 +123,22 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-dflush-$v" f2fs-crypt \
 		data_flush,nodiscard,inlinecrypt "$(variant_order $v)" \
 		data-flush "$(variant_folios $v)" v2-iv32
+done
+# A read error on one disk block (device mapper's error target, loaded
+# by edges.py zero-eio into a linear device over $DEV): zeroing the block
+# at a new EOF reads that block only.
+# (No udev in the guest: dmsetup neither waits for it nor makes
+# /dev/mapper nodes; devtmpfs makes /dev/dm-N.)
+for v in $(f2fs_variants); do
+	dmsetup create --noudevsync lf-eio \
+		--table "0 $(blockdev --getsz $DEV) linear $DEV 0" ||
+		{ result FAIL "edges-f2fs-eio-$v" "dmsetup create failed"; continue; }
+	EDGES_DM=lf-eio \
+	DEV=/dev/$(dmsetup info -c --noheadings -o blkdevname lf-eio) \
+		edges_one "edges-f2fs-eio-$v" f2fs "" "$(variant_order $v)" \
+		zero-eio "$(variant_folios $v)"
+	dmsetup remove --noudevsync lf-eio ||
+		result FAIL "edges-f2fs-eio-$v-remove" "dmsetup remove failed"
 done
 long_controls && edges_one edges-xfs xfs "" "" \
 	"straddle truncate punch dio mmap collapse-race pressure"
