@@ -1342,11 +1342,7 @@ def case_thp_collapse(d):
         collapse(f, f"thp-collapse in an atomic write ({end})")
         f.write(MIB + 3, pattern(127, 10))                  # after it
         f.verify(f"collapsed in an atomic write before {end} (cached)")
-        if end == "commit":
-            fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
-        else:
-            fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
-            f.model = bytearray(before)
+        end_atomic(f, end, before)
         f.verify_all(f"collapsed in an atomic write, {end}")
         f.close()
     print(f"thp-collapse: {lf} pages in large folios before, folios of "
@@ -1377,6 +1373,16 @@ F2FS_IOC_START_ATOMIC_WRITE = 0xf501
 F2FS_IOC_COMMIT_ATOMIC_WRITE = 0xf502
 F2FS_IOC_ABORT_ATOMIC_WRITE = 0xf505
 F2FS_IOC_START_ATOMIC_REPLACE = 0xf519
+
+
+def end_atomic(f, end, before):
+    """End f's atomic write: "commit" it, or "abort" it, which gives the
+    file back the content before (a copy of f.model when it started)."""
+    if end == "commit":
+        fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+    else:
+        fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
+        f.model = bytearray(before)
 
 
 def write_back(f):
@@ -1418,11 +1424,7 @@ def case_atomic(d):
             f.write(off, pattern(62 + i, ln))
         f.verify(f"atomic write before {end} (cached)")
         large_folios(f.path, f"cached file in the atomic write ({end})")
-        if end == "commit":
-            fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
-        else:
-            fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
-            f.model = bytearray(before)
+        end_atomic(f, end, before)
         f.verify_all(f"atomic write {end}")
         # The file takes ordinary writes again afterwards.
         f.write(3 * MIB + 1, pattern(70, 100 * KIB))
