@@ -9,7 +9,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               dirty-count, dnode-span, runs, new-runs,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
-                              atomic, atomic-cow, atomic-gc, pressure,
+                              atomic, atomic-cow, atomic-truncate,
+                              atomic-gc, pressure,
                               pin, swap, compress, compress-quota,
                               inline, quota, data-flush,
                               move-range, move-range-race,
@@ -1190,6 +1191,28 @@ def dm_table(name, table=None):
     return table
 
 
+def short_write(f, off, length, copied, seed, what):
+    """Write length bytes at off, from a buffer of which only the first
+    copied bytes (a multiple of 4 KiB) are readable: the copy stops there,
+    and leaves the folio the write started (large, for a long enough
+    write) not uptodate past them."""
+    buf = mmap.mmap(-1, length)
+    src = pattern(seed, copied)
+    buf[:copied] = src
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    if libc().mprotect(ctypes.c_void_p(addr + copied), length - copied, 0):
+        raise Mismatch(f"{what}: mprotect failed")
+    view = (ctypes.c_char * length).from_address(addr)
+    try:
+        done = os.pwrite(f.fd, view, off)
+    except OSError as e:
+        raise Mismatch(f"{what}: the short write failed: {e}")
+    if done != copied:
+        raise Mismatch(f"{what}: the write copied {done} bytes, want "
+                       f"{copied}")
+    f.model[off:off + copied] = src
+
+
 def case_zero_eio(d):
     """Zeroing the partial block at a new EOF reads that block only, as
     7.3 and iomap do: in a large folio that a short copy left partly not
@@ -1215,21 +1238,7 @@ def case_zero_eio(d):
     # A write of 2 MiB whose source's second half is not readable copies
     # the first MiB into a new folio and stops: a 2 MiB folio whose
     # second half is not uptodate.
-    buf = mmap.mmap(-1, 2 * MIB)
-    src = pattern(141, MIB)
-    buf[:MIB] = src
-    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-    if libc().mprotect(ctypes.c_void_p(addr + MIB), MIB, 0):
-        raise Mismatch("zero-eio: mprotect failed")
-    view = (ctypes.c_char * (2 * MIB)).from_address(addr)
-    try:
-        done = os.pwrite(f.fd, view, 0)
-    except OSError as e:
-        raise Mismatch(f"zero-eio: the short write failed: {e}")
-    if done != MIB:
-        raise Mismatch(f"zero-eio: the write copied {done} bytes, want "
-                       f"{MIB}")
-    f.model[:MIB] = src
+    short_write(f, 0, 2 * MIB, MIB, 141, "zero-eio")
     # (no look at the folio yet: a fault on it would read the rest in)
     # Block 300 unreadable, the block at the new EOF (384) readable.
     sectors, start = int(lin[1]), int(lin[4])
@@ -1472,6 +1481,62 @@ def case_atomic_cow(d):
         f.close()
     print(f"atomic-cow: partial blocks read from the COW inode, the file or "
           f"zeroes, in folios of order {orders}")
+
+
+def case_atomic_truncate(d):
+    """A truncate of an atomic file during its transaction zeroes the block
+    at the new EOF past it as the transaction has it, as a partial write
+    reads it: the copy the transaction staged in the COW inode (written
+    back, its cache dropped), whether the file has a block of its own
+    there or a hole, and whether the transaction replaces the file or not.
+    The block is read into a new folio, or into a large folio that a short
+    copy left not uptodate there.  The commit then gives the block's head
+    as the transaction wrote it and zeroes past the new EOF, which a later
+    extension of the file reads (SQLite does not truncate inside a
+    transaction; other users of the ioctls may)."""
+    report = []
+    for replace in (False, True):
+        for eof_blk, own in ((257, "its own block"), (258, "a hole")):
+            for short in (False, True):
+                what = (f"atomic-truncate ({'replace' if replace else 'write'}"
+                        f", {own} at EOF, "
+                        f"{'a large folio' if short else 'no folio'} cached)")
+                f = File(os.path.join(d, "atomic-truncate"))
+                f.write(0, pattern(150, 2 * MIB))
+                f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE,
+                            258 * 4096, 4096)
+                os.fsync(f.fd)
+                if 258 in phys_blocks(f.path):
+                    raise Mismatch(f"{what}: block 258 was not punched")
+                if replace:
+                    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
+                    f.model = bytearray()
+                else:
+                    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+                # staged: blocks 256-259
+                f.write(MIB, pattern(151, 16 * KIB))
+                write_back_and_drop(f, what)
+                if short:
+                    # block 256 rewritten in a folio from 1 MiB on, which
+                    # is not uptodate at the block of the new EOF
+                    short_write(f, MIB, 256 * KIB, 4096, 152, what)
+                size = eof_blk * 4096 + 100
+                f.truncate(size)
+                fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+                # (a fault before the commit would read the rest of the
+                # folio from the file, not the COW inode: 7.3's reads)
+                order = folio_order_at(f.fd, eof_blk)
+                f.truncate(2 * MIB)         # past the old EOF: zeroes
+                f.verify_all(what)
+                want = os.environ.get("EDGES_FOLIOS")
+                if short and want and (want == "large") != (order > 0):
+                    raise Mismatch(f"{what}: the block at EOF was in a "
+                                   f"folio of order {order}, want {want}")
+                report.append(str(order))
+                f.close()
+                os.unlink(f.path)
+    print("atomic-truncate: the block at EOF zeroed as the transaction "
+          f"staged it (folios of order {', '.join(report)})")
 
 
 def device_gc(d, f, sync):
@@ -3127,6 +3192,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "punch": case_punch, "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
+         "atomic-truncate": case_atomic_truncate,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,
