@@ -28,6 +28,7 @@ import errno
 import fcntl
 import functools
 import glob
+import itertools
 import json
 import mmap
 import os
@@ -1488,55 +1489,60 @@ def case_atomic_truncate(d):
     at the new EOF past it as the transaction has it, as a partial write
     reads it: the copy the transaction staged in the COW inode (written
     back, its cache dropped), whether the file has a block of its own
-    there or a hole, and whether the transaction replaces the file or not.
-    The block is read into a new folio, or into a large folio that a short
-    copy left not uptodate there.  The commit then gives the block's head
-    as the transaction wrote it and zeroes past the new EOF, which a later
-    extension of the file reads (SQLite does not truncate inside a
-    transaction; other users of the ioctls may)."""
+    there or a hole, and whether the transaction replaces the file or not;
+    and drops the blocks staged past the new EOF.  The block is read into a
+    new folio, or into a large folio that a short copy left not uptodate
+    there (once at the folio's last block).  The commit then gives the
+    block's head as the transaction wrote it, and zeroes past the new EOF
+    when the file grows again, before the commit or after it (SQLite does
+    not truncate inside a transaction; other users of the ioctls may)."""
     report = []
-    for replace in (False, True):
-        for eof_blk, own in ((257, "its own block"), (258, "a hole")):
-            for short in (False, True):
-                what = (f"atomic-truncate ({'replace' if replace else 'write'}"
-                        f", {own} at EOF, "
-                        f"{'a large folio' if short else 'no folio'} cached)")
-                f = File(os.path.join(d, "atomic-truncate"))
-                f.write(0, pattern(150, 2 * MIB))
-                f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE,
-                            258 * 4096, 4096)
-                os.fsync(f.fd)
-                if 258 in phys_blocks(f.path):
-                    raise Mismatch(f"{what}: block 258 was not punched")
-                if replace:
-                    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
-                    f.model = bytearray()
-                else:
-                    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-                # staged: blocks 256-259
-                f.write(MIB, pattern(151, 16 * KIB))
-                write_back_and_drop(f, what)
-                if short:
-                    # block 256 rewritten in a folio from 1 MiB on, which
-                    # is not uptodate at the block of the new EOF
-                    short_write(f, MIB, 256 * KIB, 4096, 152, what)
-                size = eof_blk * 4096 + 100
-                f.truncate(size)
-                fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
-                # (a fault before the commit would read the rest of the
-                # folio from the file, not the COW inode: 7.3's reads)
-                order = folio_order_at(f.fd, eof_blk)
-                f.truncate(2 * MIB)         # past the old EOF: zeroes
-                f.verify_all(what)
-                want = os.environ.get("EDGES_FOLIOS")
-                if short and want and (want == "large") != (order > 0):
-                    raise Mismatch(f"{what}: the block at EOF was in a "
-                                   f"folio of order {order}, want {want}")
-                report.append(str(order))
-                f.close()
-                os.unlink(f.path)
-    print("atomic-truncate: the block at EOF zeroed as the transaction "
-          f"staged it (folios of order {', '.join(report)})")
+    for replace, eof_blk, short, grow in itertools.product(
+            (False, True), (257, 258, 319), (False, True),
+            ("before", "after")):
+        own = "a hole" if eof_blk == 258 else "its own block"
+        what = (f"atomic-truncate ({'replace' if replace else 'write'}, "
+                f"{own} at EOF {eof_blk}, "
+                f"{'a large folio' if short else 'no folio'} cached, "
+                f"grown {grow} the commit)")
+        f = File(os.path.join(d, "atomic-truncate"))
+        f.write(0, pattern(150, 2 * MIB))
+        f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 258 * 4096, 4096)
+        os.fsync(f.fd)
+        if 258 in phys_blocks(f.path):
+            raise Mismatch(f"{what}: block 258 was not punched")
+        if replace:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
+            f.model = bytearray()
+        else:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        # staged: blocks 256-319
+        f.write(MIB, pattern(151, 256 * KIB))
+        write_back_and_drop(f, what)
+        if short:
+            # block 256 rewritten in a folio of blocks 256-319, which is
+            # not uptodate at the block of the new EOF
+            short_write(f, MIB, 256 * KIB, 4096, 152, what)
+        f.truncate(eof_blk * 4096 + 100)
+        if grow == "before":
+            f.truncate(2 * MIB)         # past the old EOF: zeroes
+        fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+        # (a fault before the commit would read the rest of the folio
+        # from the file, not the COW inode: 7.3's reads)
+        order = folio_order_at(f.fd, eof_blk)
+        if grow == "after":
+            f.truncate(2 * MIB)
+        f.verify_all(what)
+        want = os.environ.get("EDGES_FOLIOS")
+        if short and want and (want == "large") != (order > 0):
+            raise Mismatch(f"{what}: the block at EOF was in a folio of "
+                           f"order {order}, want {want}")
+        report.append(order)
+        f.close()
+        os.unlink(f.path)
+    print(f"atomic-truncate: {len(report)} truncates in a transaction, the "
+          "block at EOF zeroed as the transaction staged it (folios of "
+          f"order {min(report)} to {max(report)})")
 
 
 def device_gc(d, f, sync):
