@@ -1211,6 +1211,8 @@ def short_write(f, off, length, copied, seed, what):
     if done != copied:
         raise Mismatch(f"{what}: the write copied {done} bytes, want "
                        f"{copied}")
+    if off > len(f.model):
+        f.model.extend(bytes(off - len(f.model)))
     f.model[off:off + copied] = src
 
 
@@ -1487,41 +1489,49 @@ def case_atomic_cow(d):
 def case_atomic_truncate(d):
     """A truncate of an atomic file during its transaction zeroes the block
     at the new EOF past it as the transaction has it, as a partial write
-    reads it: the copy the transaction staged in the COW inode (written
-    back, its cache dropped), whether the file has a block of its own
-    there or a hole, and whether the transaction replaces the file or not;
-    and drops the blocks staged past the new EOF.  The block is read into a
-    new folio, or into a large folio that a short copy left not uptodate
-    there (once at the folio's last block).  The commit then gives the
-    block's head as the transaction wrote it, and zeroes past the new EOF
-    when the file grows again, before the commit or after it (SQLite does
-    not truncate inside a transaction; other users of the ioctls may)."""
+    reads it, and drops the blocks staged past the new EOF.  The block at
+    EOF is: the copy the transaction staged in the COW inode (written back,
+    its cache dropped), read into a new folio, or into a large folio that a
+    short copy left not uptodate there (once at the folio's last block);
+    only reserved in the COW inode, by a short copy that stopped before it
+    (the file's data, or zeroes if the transaction replaces the file); or
+    cached and dirty.  The file has a block of its own there or a hole.
+    The commit then gives the block's head as the transaction has it, and
+    zeroes past the new EOF when the file grows again, before the commit
+    or after it (SQLite does not truncate inside a transaction; other
+    users of the ioctls may)."""
+    runs = [r for r in itertools.product(
+        (False, True), (257, 258, 319), ("staged", "staged-large"),
+        ("before", "after"))]
+    runs += [r for r in itertools.product(
+        (False, True), (257, 258, 319), ("reserved", "dirty"), ("before",))]
     report = []
-    for replace, eof_blk, short, grow in itertools.product(
-            (False, True), (257, 258, 319), (False, True),
-            ("before", "after")):
+    for replace, eof_blk, state, grow in runs:
         own = "a hole" if eof_blk == 258 else "its own block"
         what = (f"atomic-truncate ({'replace' if replace else 'write'}, "
-                f"{own} at EOF {eof_blk}, "
-                f"{'a large folio' if short else 'no folio'} cached, "
-                f"grown {grow} the commit)")
+                f"{own} at EOF {eof_blk}, {state}, grown {grow} the commit)")
         f = File(os.path.join(d, "atomic-truncate"))
         f.write(0, pattern(150, 2 * MIB))
         f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 258 * 4096, 4096)
         os.fsync(f.fd)
         if 258 in phys_blocks(f.path):
             raise Mismatch(f"{what}: block 258 was not punched")
+        drop_caches()
         if replace:
             fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
             f.model = bytearray()
         else:
             fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-        # staged: blocks 256-319
-        f.write(MIB, pattern(151, 256 * KIB))
-        write_back_and_drop(f, what)
-        if short:
-            # block 256 rewritten in a folio of blocks 256-319, which is
-            # not uptodate at the block of the new EOF
+        if state != "reserved":
+            # blocks 256-319: staged, or cached and dirty
+            f.write(MIB, pattern(151, 256 * KIB))
+        if state.startswith("staged"):
+            write_back_and_drop(f, what)
+        if state in ("staged-large", "reserved"):
+            # block 256 rewritten in a folio of blocks 256-319 (with
+            # large folios), which is not uptodate at the block of the
+            # new EOF; where nothing was staged, the write reserved the
+            # blocks it did not copy
             short_write(f, MIB, 256 * KIB, 4096, 152, what)
         f.truncate(eof_blk * 4096 + 100)
         if grow == "before":
@@ -1534,15 +1544,16 @@ def case_atomic_truncate(d):
             f.truncate(2 * MIB)
         f.verify_all(what)
         want = os.environ.get("EDGES_FOLIOS")
-        if short and want and (want == "large") != (order > 0):
+        if state in ("staged-large", "reserved") and want and \
+                (want == "large") != (order > 0):
             raise Mismatch(f"{what}: the block at EOF was in a folio of "
                            f"order {order}, want {want}")
         report.append(order)
         f.close()
         os.unlink(f.path)
     print(f"atomic-truncate: {len(report)} truncates in a transaction, the "
-          "block at EOF zeroed as the transaction staged it (folios of "
-          f"order {min(report)} to {max(report)})")
+          "block at EOF zeroed as the transaction has it (folios of order "
+          f"{min(report)} to {max(report)})")
 
 
 def device_gc(d, f, sync):
