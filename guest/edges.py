@@ -10,7 +10,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-truncate,
-                              atomic-gc, pressure,
+                              atomic-read, atomic-gc, pressure,
                               pin, swap, compress, compress-quota,
                               inline, quota, data-flush,
                               move-range, move-range-race,
@@ -1486,6 +1486,66 @@ def case_atomic_cow(d):
           f"zeroes, in folios of order {orders}")
 
 
+def case_atomic_read(d):
+    """Reads of an atomic file during its transaction see the transaction's
+    data: blocks it staged in the COW inode (written back, their cache
+    dropped) read as it wrote them, through read() (readahead, then one
+    folio at a time), in a large folio that a short copy left not uptodate
+    around them, and through a mapping; the other blocks read as the
+    file's, or as zeroes if the transaction replaces the file.  A write
+    that then partially covers a staged block, its cache filled by such a
+    read, starts from the transaction's copy, and the commit shows every
+    write."""
+    orders = []
+    for replace in (False, True):
+        what = f"atomic-read ({'replace' if replace else 'write'})"
+        f = File(os.path.join(d, "atomic-read"))
+        f.write(0, pattern(160, MIB))
+        os.fsync(f.fd)
+        drop_caches()
+        if replace:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
+            f.model = bytearray()
+        else:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        # staged: blocks 16-17 and 130-131
+        f.write(64 * KIB, pattern(161, 8 * KIB))
+        f.write(130 * 4096, pattern(162, 8 * KIB))
+        write_back_and_drop(f, what)
+        # block 128 rewritten in a folio of blocks 128-191 (with large
+        # folios), not uptodate over the staged blocks 130-131
+        short_write(f, 128 * 4096, 256 * KIB, 4096, 163, what)
+        f.verify(f"{what}: read during the transaction")
+        orders.append(folio_order_at(f.fd, 130))
+        write_back_and_drop(f, what)
+        m = mmap.mmap(f.fd, len(f.model), prot=mmap.PROT_READ)
+        try:
+            got = m[:]
+        finally:
+            m.close()
+        if got != f.model:
+            i = next(i for i in range(len(got)) if got[i] != f.model[i])
+            raise Mismatch(f"{what}: read through a mapping during the "
+                           f"transaction: first bad byte at {i} (block "
+                           f"{i // 4096}, +{i % 4096})")
+        # partial writes into staged blocks whose cache a read filled
+        write_back_and_drop(f, what)
+        os.pread(f.fd, 4096, 64 * KIB)
+        os.pread(f.fd, 4096, 130 * 4096)
+        f.write(64 * KIB + 10, b"x")
+        f.write(130 * 4096 + 10, b"y")
+        fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+        f.verify_all(f"{what}, committed")
+        f.close()
+        os.unlink(f.path)
+    want = os.environ.get("EDGES_FOLIOS")
+    if want and (want == "large") != (min(orders) > 0):
+        raise Mismatch(f"atomic-read: the short copy's folio was of order "
+                       f"{orders}, want {want}")
+    print(f"atomic-read: the transaction's blocks read during it, in folios "
+          f"of order {orders} around the short copy")
+
+
 def case_atomic_truncate(d):
     """A truncate of an atomic file during its transaction zeroes the block
     at the new EOF past it as the transaction has it, as a partial write
@@ -1537,8 +1597,8 @@ def case_atomic_truncate(d):
         if grow == "before":
             f.truncate(2 * MIB)         # past the old EOF: zeroes
         fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
-        # (a fault before the commit would read the rest of the folio
-        # from the file, not the COW inode: 7.3's reads)
+        # the order of the folio the truncate met (looked at after it:
+        # the fault reads the rest of the folio in)
         order = folio_order_at(f.fd, eof_blk)
         if grow == "after":
             f.truncate(2 * MIB)
@@ -3210,6 +3270,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "atomic-truncate": case_atomic_truncate,
+         "atomic-read": case_atomic_read,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,

@@ -20,8 +20,9 @@
 # encrypted), a truncate into a large folio with a read error on another
 # of its blocks, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
-# read from the COW inode or the file, a truncate inside the transaction,
-# GC of staged blocks, a page pinned across the start), inline data converted, the files that keep order-0
+# read from the COW inode or the file, a truncate and reads inside the
+# transaction, GC of staged blocks, a page pinned across the start),
+# inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
 # the blocks compressed files release and reserve charged to their quota,
 # writes that reach the block quota or fill the filesystem part way, and
@@ -55,8 +56,8 @@ edges_one() {
 ALL="straddle truncate punch dio gc gc-mark gc-bios mmap mkwrite mmap-whole
 	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
-	atomic atomic-cow atomic-truncate atomic-gc atomic-pin inline pin swap
-	pressure enospc"
+	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin inline
+	pin swap pressure enospc"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
@@ -98,7 +99,8 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
 		cp-disable extent partial-read holes atomic atomic-cow
-		atomic-truncate atomic-gc atomic-pin thp-collapse pressure enospc" \
+		atomic-truncate atomic-read atomic-gc atomic-pin thp-collapse pressure
+		enospc" \
 		"$(variant_folios $v)" v2-iv32
 done
 # A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
