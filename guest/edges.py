@@ -1301,13 +1301,20 @@ def collapse(f, what, prot=mmap.PROT_READ | mmap.PROT_WRITE):
     With large folios the mapping allows PMD-sized folios, so both 2 MiB
     halves must end up in one folio of order 9 each, dirty folios written
     back first; with order-0 folios it allows none and the call must fail
-    with EINVAL, leaving the cache in order-0 folios."""
+    with EINVAL, leaving the cache in order-0 folios.  EAGAIN is a
+    transient failure (madvise(2): a folio locked, or not yet on the LRU
+    after a write); the call is tried again, up to five times."""
     m = mmap.mmap(f.fd, 4 * MIB, prot=prot)
-    err = 0
     try:
-        m.madvise(MADV_COLLAPSE)
-    except OSError as e:
-        err = e.errno
+        for _ in range(5):
+            err = 0
+            try:
+                m.madvise(MADV_COLLAPSE)
+            except OSError as e:
+                err = e.errno
+            if err != errno.EAGAIN:
+                break
+            time.sleep(0.5)
     finally:
         m.close()
     os.pread(f.fd, 4 * MIB, 0)                      # cached, if it failed
