@@ -1394,6 +1394,16 @@ F2FS_IOC_ABORT_ATOMIC_WRITE = 0xf505
 F2FS_IOC_START_ATOMIC_REPLACE = 0xf519
 
 
+def start_atomic(f, replace):
+    """Start an atomic write on f, or one that replaces the file (whose
+    content then reads as empty until the transaction writes it)."""
+    if replace:
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
+        f.model = bytearray()
+    else:
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+
+
 def end_atomic(f, end, before):
     """End f's atomic write: "commit" it, or "abort" it, which gives the
     file back the content before (a copy of f.model when it started)."""
@@ -1466,11 +1476,7 @@ def case_atomic_cow(d):
         f.write(0, pattern(80, 2 * MIB))
         os.fsync(f.fd)
         os.pread(f.fd, 2 * MIB, 0)                          # cached
-        if replace:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
-            f.model = bytearray()
-        else:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        start_atomic(f, replace)
         # Staged: blocks 16-18, and 64 KiB at 1 MiB (the size, if replaced).
         f.write(64 * KIB, pattern(81, 12 * KIB))
         f.write(MIB, pattern(82, 64 * KIB))
@@ -1510,11 +1516,7 @@ def case_atomic_read(d):
         f.write(0, pattern(160, MIB))
         os.fsync(f.fd)
         drop_caches()
-        if replace:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
-            f.model = bytearray()
-        else:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        start_atomic(f, replace)
         # staged: blocks 16-17 and 130-131
         f.write(64 * KIB, pattern(161, 8 * KIB))
         f.write(130 * 4096, pattern(162, 8 * KIB))
@@ -1584,11 +1586,7 @@ def case_atomic_truncate(d):
         if 258 in phys_blocks(f.path):
             raise Mismatch(f"{what}: block 258 was not punched")
         drop_caches()
-        if replace:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_REPLACE)
-            f.model = bytearray()
-        else:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        start_atomic(f, replace)
         if state != "reserved":
             # blocks 256-319: staged, or cached and dirty
             f.write(MIB, pattern(151, 256 * KIB))
