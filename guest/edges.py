@@ -10,7 +10,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
                               atomic, atomic-cow, atomic-truncate,
-                              atomic-read, atomic-gc, pressure,
+                              atomic-read, atomic-lookup-error,
+                              atomic-gc, pressure,
                               pin, swap, compress, compress-quota,
                               inline, quota, data-flush,
                               move-range, move-range-race,
@@ -1555,6 +1556,80 @@ def case_atomic_read(d):
           f"of order {orders} around the short copy")
 
 
+def case_atomic_lookup_error(d):
+    """A lookup of an atomic file's block, in its COW inode or in the file,
+    that cannot read a dnode fails the read or the write that needed it:
+    it is no hole.  f2fs's fault injection fails the Nth node footer check
+    (FAULT_INCONSISTENT_FOOTER, inject_rate N) around a read of a block
+    the transaction staged, a one-byte write into it, and one into a block
+    of the file it has not staged, each with the block's cache dropped and
+    the node blocks clean.  The filesystem is mounted with noextent_cache,
+    so that lookups read the dnodes.  The file has blocks 0-127, in its
+    inode, and 900-903, in its first dnode; the transaction stages blocks
+    2000-2001, in the COW inode's second dnode, which the file has none
+    of.  The read with the COW inode's dnode failing (N = 2) and the
+    write with the file's failing (N = 3) must fail with EUCLEAN, as any
+    other that fails; each that does not gets the transaction's data.
+    Taking the failed lookup for a hole, the read would return zeroes
+    from the file, and the write start from zeroes, losing the block's
+    data at the commit."""
+    opts = mount_entry(d)[3].split(",")
+    if "noextent_cache" not in opts:
+        raise Mismatch(f"atomic-lookup-error: needs a filesystem mounted "
+                       f"with noextent_cache, not {','.join(opts)}")
+    what = "atomic-lookup-error"
+    f = File(os.path.join(d, "atomic-lookup-error"))
+    f.write(0, pattern(170, 128 * 4096))
+    f.write(900 * 4096, pattern(171, 4 * 4096))
+    os.fsync(f.fd)
+    start_atomic(f, False)
+    f.write(2000 * 4096, pattern(172, 2 * 4096))
+    failed = []
+    for op, blk, rates in (("read", 2000, range(2, 5)),
+                           ("write", 2000, range(2, 5)),
+                           ("write", 901, range(2, 6))):
+        for rate in rates:
+            # node blocks clean, so that no node writeback meets a fault
+            write_back_and_drop(f, what)
+            os.sync()
+            off = blk * 4096 + 10 + rate
+            f2fs_inject(d, rate, FAULT_INCONSISTENT_FOOTER)
+            try:
+                if op == "read":
+                    got = os.pread(f.fd, 4096, blk * 4096)
+                else:
+                    os.pwrite(f.fd, bytes([rate]), off)
+                err = None
+            except OSError as e:
+                err = e
+            finally:
+                f2fs_inject(d, 0, 0)
+            when = f"{op} of block {blk} with node footer check {rate} failing"
+            if err is not None:
+                if err.errno != errno.EUCLEAN:
+                    raise Mismatch(f"{what}: {when}: {err}, want EUCLEAN")
+                failed.append(f"{op}-{blk}/{rate}")
+            elif op == "write":
+                f.model[off] = rate
+            elif got != f.model[blk * 4096:blk * 4096 + 4096]:
+                i = next(i for i in range(4096)
+                         if got[i] != f.model[blk * 4096 + i])
+                raise Mismatch(f"{what}: {when}: first bad byte at +{i}: "
+                               f"got {got[i:i + 8].hex()} want "
+                               f"{bytes(f.model[blk * 4096 + i:][:8]).hex()}")
+            f.verify(f"{what}: after the {when}")
+    for want in ("read-2000/2", "write-901/3"):
+        if want not in failed:
+            raise Mismatch(f"{what}: {want} did not fail; failed: "
+                           f"{' '.join(failed) or 'none'}")
+    fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+    f.verify_all(f"{what}, committed")
+    f.close()
+    os.unlink(f.path)
+    print(f"{what}: failed with EUCLEAN: {' '.join(failed)}; the rest "
+          f"read and wrote the transaction's data")
+
+
 def case_atomic_truncate(d):
     """A truncate of an atomic file during its transaction zeroes the block
     at the new EOF past it as the transaction has it, as a partial write
@@ -2270,6 +2345,7 @@ def case_collapse_race(d):
 
 
 FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
+FAULT_INCONSISTENT_FOOTER = 1 << 21 # a node block's footer check fails
 FAULT_ATOMIC_TIMEOUT = 1 << 22      # a 1 s wait in the atomic commit
 
 
@@ -3276,6 +3352,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "atomic-truncate": case_atomic_truncate,
          "atomic-read": case_atomic_read,
+         "atomic-lookup-error": case_atomic_lookup_error,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,

@@ -21,7 +21,8 @@
 # of its blocks, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, a truncate and reads inside the
-# transaction, GC of staged blocks, a page pinned across the start),
+# transaction, lookups in it failing, GC of staged blocks, a page pinned
+# across the start),
 # inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
 # the blocks compressed files release and reserve charged to their quota,
@@ -127,6 +128,14 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-dflush-$v" f2fs-crypt \
 		data_flush,nodiscard,inlinecrypt "$(variant_order $v)" \
 		data-flush "$(variant_folios $v)" v2-iv32
+done
+# Lookups of an atomic file's blocks failing to read a dnode (edges.py
+# atomic-lookup-error, f2fs's fault injection): noextent_cache, so that
+# lookups read the dnodes, and no background GC, whose node reads would
+# meet the faults too.
+for v in $(f2fs_variants); do
+	edges_one "edges-f2fs-noext-$v" f2fs noextent_cache,background_gc=off \
+		"$(variant_order $v)" atomic-lookup-error "$(variant_folios $v)"
 done
 # A read error on one disk block (device mapper's error target, loaded
 # by edges.py zero-eio into a linear device over $DEV): zeroing the block
