@@ -78,6 +78,17 @@ class Mismatch(Exception):
     pass
 
 
+def first_bad(got, want, off=0):
+    """Where got, read at file offset off, first differs from want: "first
+    bad byte at N (block B, +I): got ... want ..." (8 bytes of each)."""
+    n = min(len(got), len(want))
+    i = next((i for i in range(n) if got[i] != want[i]), n)
+    at = off + i
+    return (f"first bad byte at {at} (block {at // 4096}, +{at % 4096}): "
+            f"got {bytes(got[i:i + 8]).hex()} want "
+            f"{bytes(want[i:i + 8]).hex()}")
+
+
 def pattern(seed, n):
     """n bytes that differ per seed and per position, never zero."""
     return random.Random(seed).randbytes(n).translate(NONZERO)
@@ -158,11 +169,7 @@ class File:
                 break
             got += chunk
         if got != self.model:
-            i = next(i for i in range(len(got)) if got[i] != self.model[i])
-            raise Mismatch(f"{what}: first bad byte at {i} (block "
-                           f"{i // 4096}, +{i % 4096}): got "
-                           f"{bytes(got[i:i + 8]).hex()} want "
-                           f"{bytes(self.model[i:i + 8]).hex()}")
+            raise Mismatch(f"{what}: {first_bad(got, self.model)}")
 
     def verify_all(self, what):
         self.verify(what + " (cached)")
@@ -677,11 +684,8 @@ def case_holes(d):
                             MIB)), size - off)
         got = os.pread(f.fd, n, off)
         if got != f.model[off:off + n]:
-            j = next(j for j in range(len(got))
-                     if got[j] != f.model[off + j])
-            raise Mismatch(f"holes: read of {n} at {off}: first bad byte "
-                           f"at {off + j} (block {(off + j) // 4096}): got "
-                           f"{got[j]:#x} want {f.model[off + j]:#x}")
+            raise Mismatch(f"holes: read of {n} at {off}: "
+                           f"{first_bad(got, f.model[off:off + n], off)}")
         if i % 10 == 9:
             os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -1534,10 +1538,8 @@ def case_atomic_read(d):
         finally:
             m.close()
         if got != f.model:
-            i = next(i for i in range(len(got)) if got[i] != f.model[i])
             raise Mismatch(f"{what}: read through a mapping during the "
-                           f"transaction: first bad byte at {i} (block "
-                           f"{i // 4096}, +{i % 4096})")
+                           f"transaction: {first_bad(got, f.model)}")
         # partial writes into staged blocks whose cache a read filled
         write_back_and_drop(f, what)
         os.pread(f.fd, 4096, 64 * KIB)
@@ -1612,15 +1614,13 @@ def case_atomic_lookup_error(d):
             elif op == "write":
                 f.model[off] = rate
             elif got != f.model[blk * 4096:blk * 4096 + 4096]:
-                i = next(i for i in range(4096)
-                         if got[i] != f.model[blk * 4096 + i])
-                raise Mismatch(f"{what}: {when}: first bad byte at +{i}: "
-                               f"got {got[i:i + 8].hex()} want "
-                               f"{bytes(f.model[blk * 4096 + i:][:8]).hex()}")
+                want = f.model[blk * 4096:blk * 4096 + 4096]
+                raise Mismatch(f"{what}: {when}: "
+                               f"{first_bad(got, want, blk * 4096)}")
             f.verify(f"{what}: after the {when}")
-    for want in ("read-2000/2", "write-901/3"):
-        if want not in failed:
-            raise Mismatch(f"{what}: {want} did not fail; failed: "
+    for must in ("read-2000/2", "write-901/3"):
+        if must not in failed:
+            raise Mismatch(f"{what}: {must} did not fail; failed: "
                            f"{' '.join(failed) or 'none'}")
     fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
     f.verify_all(f"{what}, committed")
@@ -2638,9 +2638,8 @@ def dio_verify(f, what):
                 raise Mismatch(f"{what}: O_DIRECT read of {len(want)} at "
                                f"{off} returned {n}")
             if buf[:n] != want:
-                i = next(i for i in range(n) if buf[i] != want[i])
-                raise Mismatch(f"{what}: O_DIRECT read: first bad byte at "
-                               f"{off + i} (block {(off + i) // 4096})")
+                raise Mismatch(f"{what}: O_DIRECT read: "
+                               f"{first_bad(buf[:n], want, off)}")
     finally:
         buf.close()
         os.close(dfd)
