@@ -340,7 +340,7 @@ def case_move_range_race(d):
     move), cached and on disk.  Blocks written since the last checkpoint
     are moved by address, checkpointed ones copied through the page cache.
     It does not catch a fault between the move's unlocked writeback and
-    its locks (the window patch 45's drop before the exchange closes):
+    its locks (the window patch 2's drop before the exchange closes):
     from user space that window is too narrow to hit, and a source block
     dirtied in it is not written back after a move by address anyway (its
     address is NULL_ADDR by then)."""

@@ -132,10 +132,14 @@ done
 # Lookups of an atomic file's blocks failing to read a dnode (edges.py
 # atomic-lookup-error, f2fs's fault injection): noextent_cache, so that
 # lookups read the dnodes, and no background GC, whose node reads would
-# meet the faults too.
+# meet the faults too; plain, and encrypted as on Android's /data.
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-noext-$v" f2fs noextent_cache,background_gc=off \
 		"$(variant_order $v)" atomic-lookup-error "$(variant_folios $v)"
+	edges_one "edges-f2fs-crypt-noext-$v" f2fs-crypt \
+		noextent_cache,background_gc=off,inlinecrypt \
+		"$(variant_order $v)" atomic-lookup-error \
+		"$(variant_folios $v)" v2-iv32
 done
 # A read error on one disk block (device mapper's error target, loaded
 # by edges.py zero-eio into a linear device over $DEV): zeroing the block
