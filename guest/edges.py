@@ -1697,6 +1697,56 @@ def case_atomic_truncate(d):
           f"{min(report)} to {max(report)})")
 
 
+
+def case_atomic_grow(d):
+    """fsync_mode=strict zeroes the block at EOF past it, and writes it
+    back, before a file grows: a truncate up, a write past EOF, an
+    fallocate.  An atomic file's size reaches the disk with its commit,
+    and its EOF block is the transaction's, which it wrote into and
+    staged in the COW inode (written back), then left cached or dropped.
+    After a commit the block holds what the transaction wrote, after an
+    abort what the file held before.  Zeroed in the copy the cache holds,
+    the block went to the file ahead of the commit, and the abort left
+    the transaction's data there; zeroed in the file's own block, read
+    into a new folio, it went over the staged copy, and the commit lost
+    the transaction's data."""
+    opts = mount_entry(d)[3].split(",")
+    if "fsync_mode=strict" not in opts:
+        raise Mismatch(f"atomic-grow: needs a filesystem mounted with "
+                       f"fsync_mode=strict, not {','.join(opts)}")
+    runs = list(itertools.product(("truncate", "write", "fallocate"),
+                                  ("cached", "dropped"),
+                                  ("commit", "abort")))
+    for how, state, end in runs:
+        what = f"atomic-grow ({how}, the EOF block {state}, {end})"
+        f = File(os.path.join(d, "atomic-grow"))
+        f.write(0, pattern(160, 10 * KIB + 100))     # EOF in block 2
+        os.fsync(f.fd)
+        before = bytes(f.model)
+        start_atomic(f, False)
+        f.write(8 * KIB + 10, pattern(161, 1000))    # block 2, below EOF
+        if state == "cached":
+            write_back(f)
+            out = run(["folio-stat", f.path]).stdout
+            m = re.search(r"resident (\d+) pages", out)
+            if not m or not int(m.group(1)):
+                raise Mismatch(f"{what}: not cached: {out.strip()}")
+        else:
+            write_back_and_drop(f, what)
+        if how == "truncate":
+            f.truncate(64 * KIB)
+        elif how == "write":
+            f.write(32 * KIB, pattern(162, 100))
+        else:
+            f.fallocate(0, 0, 64 * KIB)
+        f.verify(f"{what} (before the {end})")
+        end_atomic(f, end, before)
+        f.verify_all(what)
+        f.close()
+        os.unlink(f.path)
+    print(f"atomic-grow: {len(runs)} atomic files grown in fsync_mode=strict "
+          "keep their EOF block as the transaction has it")
+
 def device_gc(d, f, sync):
     """GC each segment of the main area in turn (one
     F2FS_IOC_GARBAGE_COLLECT_RANGE per segment, as GC refuses a range with
@@ -3351,6 +3401,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "atomic-truncate": case_atomic_truncate,
+         "atomic-grow": case_atomic_grow,
          "atomic-read": case_atomic_read,
          "atomic-lookup-error": case_atomic_lookup_error,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,

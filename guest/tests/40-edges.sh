@@ -141,6 +141,17 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" atomic-lookup-error \
 		"$(variant_folios $v)" v2-iv32
 done
+# fsync_mode=strict zeroes the block at EOF and writes it back before a
+# file grows (edges.py atomic-grow); an atomic file's is the
+# transaction's.  atomic-truncate grows files in their transaction too.
+for v in $(f2fs_variants); do
+	edges_one "edges-f2fs-strict-$v" f2fs fsync_mode=strict \
+		"$(variant_order $v)" "atomic-grow atomic atomic-truncate" \
+		"$(variant_folios $v)"
+	edges_one "edges-f2fs-crypt-strict-$v" f2fs-crypt \
+		fsync_mode=strict,inlinecrypt "$(variant_order $v)" atomic-grow \
+		"$(variant_folios $v)" v2-iv32
+done
 # A read error on one disk block (device mapper's error target, loaded
 # by edges.py zero-eio into a linear device over $DEV): zeroing the block
 # at a new EOF reads that block only.
