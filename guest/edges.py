@@ -1428,14 +1428,23 @@ def write_back(f):
                        f"{os.strerror(ctypes.get_errno())}")
 
 
+def resident_pages(path, what):
+    """The number of pages of path in the page cache (folio-stat)."""
+    out = run(["folio-stat", path]).stdout
+    m = re.search(r"resident (\d+) pages", out)
+    if not m:
+        raise Mismatch(f"{what}: folio-stat said: {out.strip()}")
+    return int(m.group(1))
+
+
 def write_back_and_drop(f, what):
     """write_back(), then drop f's clean cache (POSIX_FADV_DONTNEED)."""
     write_back(f)
     os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    out = run(["folio-stat", f.path]).stdout
-    m = re.search(r"resident (\d+) pages", out)
-    if not m or int(m.group(1)):
-        raise Mismatch(f"{what}: the cache was not dropped: {out.strip()}")
+    n = resident_pages(f.path, what)
+    if n:
+        raise Mismatch(f"{what}: the cache was not dropped: {n} pages "
+                       "resident")
 
 
 def case_atomic(d):
@@ -1697,7 +1706,6 @@ def case_atomic_truncate(d):
           f"{min(report)} to {max(report)})")
 
 
-
 def case_atomic_grow(d):
     """fsync_mode=strict zeroes the block at EOF past it, and writes it
     back, before a file grows: a truncate up, a write past EOF, an
@@ -1727,10 +1735,8 @@ def case_atomic_grow(d):
         f.write(8 * KIB + 10, pattern(161, 1000))    # block 2, below EOF
         if state == "cached":
             write_back(f)
-            out = run(["folio-stat", f.path]).stdout
-            m = re.search(r"resident (\d+) pages", out)
-            if not m or not int(m.group(1)):
-                raise Mismatch(f"{what}: not cached: {out.strip()}")
+            if not resident_pages(f.path, what):
+                raise Mismatch(f"{what}: not cached after the write-back")
         else:
             write_back_and_drop(f, what)
         if how == "truncate":
@@ -1746,6 +1752,7 @@ def case_atomic_grow(d):
         os.unlink(f.path)
     print(f"atomic-grow: {len(runs)} atomic files grown in fsync_mode=strict "
           "keep their EOF block as the transaction has it")
+
 
 def device_gc(d, f, sync):
     """GC each segment of the main area in turn (one
