@@ -1653,7 +1653,9 @@ def case_atomic_truncate(d):
     The commit then gives the block's head as the transaction has it, and
     zeroes past the new EOF when the file grows again, before the commit
     or after it (SQLite does not truncate inside a transaction; other
-    users of the ioctls may)."""
+    users of the ioctls may).  Under a replace, a block read as zeroes
+    before the truncate, with nothing staged, stays the file's: an abort
+    gives it back."""
     runs = [r for r in itertools.product(
         (False, True), (257, 258, 319), ("staged", "staged-large"),
         ("before", "after"))]
@@ -1701,9 +1703,31 @@ def case_atomic_truncate(d):
         report.append(order)
         f.close()
         os.unlink(f.path)
-    print(f"atomic-truncate: {len(report)} truncates in a transaction, the "
-          "block at EOF zeroed as the transaction has it (folios of order "
-          f"{min(report)} to {max(report)})")
+    # Under a replace, a block the COW inode has none for reads as zeroes.
+    # A truncate into that block, cached so by a read, has nothing of the
+    # transaction's to zero: zeroed and written back as the file's, it
+    # went over the file's own block, which an abort keeps.  The file ends
+    # in that block, so that the truncate frees none of the file's blocks
+    # (7.3 frees them at once, outside the transaction).
+    for end in ("abort", "commit"):
+        what = f"atomic-truncate (replace, block 257 read before, {end})"
+        f = File(os.path.join(d, "atomic-truncate"))
+        f.write(0, pattern(153, 257 * 4096 + 200))
+        os.fsync(f.fd)
+        before = bytes(f.model)
+        drop_caches()
+        start_atomic(f, True)
+        f.truncate(257 * 4096 + 200)
+        f.verify(f"{what} (read during the transaction)")
+        f.truncate(257 * 4096 + 100)
+        write_back(f)
+        end_atomic(f, end, before)
+        f.verify_all(what)
+        f.close()
+        os.unlink(f.path)
+    print(f"atomic-truncate: {len(report) + 2} truncates in a transaction, "
+          "the block at EOF zeroed as the transaction has it (folios of "
+          f"order {min(report)} to {max(report)})")
 
 
 def case_atomic_grow(d):
