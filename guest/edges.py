@@ -1709,7 +1709,8 @@ def case_atomic_truncate(d):
     # went over the file's own block, which an abort keeps.  The file ends
     # in that block, so that the truncate frees none of the file's blocks
     # (7.3 frees them at once, outside the transaction).
-    for end in ("abort", "commit"):
+    ends = ("abort", "commit")
+    for end in ends:
         what = f"atomic-truncate (replace, block 257 read before, {end})"
         f = File(os.path.join(d, "atomic-truncate"))
         f.write(0, pattern(153, 257 * 4096 + 200))
@@ -1725,9 +1726,9 @@ def case_atomic_truncate(d):
         f.verify_all(what)
         f.close()
         os.unlink(f.path)
-    print(f"atomic-truncate: {len(report) + 2} truncates in a transaction, "
-          "the block at EOF zeroed as the transaction has it (folios of "
-          f"order {min(report)} to {max(report)})")
+    print(f"atomic-truncate: {len(report) + len(ends)} truncates in a "
+          "transaction, the block at EOF zeroed as the transaction has it "
+          f"(folios of order {min(report)} to {max(report)})")
 
 
 def case_atomic_grow(d):
