@@ -237,6 +237,14 @@ lf_pct() {
 full_form() { [ "${LAB_FORM:-short}" != short ]; }
 # short_only V: whether variant V runs in the default configuration only.
 short_only() { [ "$1" = 4k ] && ! full_form; }
+# special_variants: the folio variants the cases on filesystems mounted
+# with options of their own run (f2fs_variants less the short_only ones).
+special_variants() {
+	local v
+	for v in $(f2fs_variants); do
+		short_only $v || echo $v
+	done
+}
 
 # each_f2fs CMD PREFIX: run `CMD NAME f2fs OPTS ORDER` for every f2fs mode
 # (default, lfs, adaptive, or those LAB_MODES names) and folio variant

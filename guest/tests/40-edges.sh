@@ -107,8 +107,7 @@ done
 # A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
 # own, without background GC, which would collect its victims first, or
 # with the GC thread doing foreground GC too (gc_merge).
-for v in $(f2fs_variants); do
-	short_only $v && continue
+for v in $(special_variants); do
 	edges_one "edges-f2fs-mkwrite-gc-$v" f2fs background_gc=off \
 		"$(variant_order $v)" mkwrite-gc "$(variant_folios $v)"
 	edges_one "edges-f2fs-lfs-mkwrite-gc-$v" f2fs mode=lfs,background_gc=off \
@@ -122,8 +121,7 @@ done
 # data_flush writes dirty files back before a background checkpoint
 # (edges.py data-flush); nodiscard, as queued discards count as I/O in
 # flight, which puts the checkpoint off.
-for v in $(f2fs_variants); do
-	short_only $v && continue
+for v in $(special_variants); do
 	edges_one "edges-f2fs-dflush-$v" f2fs data_flush,nodiscard \
 		"$(variant_order $v)" data-flush "$(variant_folios $v)"
 	edges_one "edges-f2fs-crypt-dflush-$v" f2fs-crypt \
@@ -134,8 +132,7 @@ done
 # atomic-lookup-error, f2fs's fault injection): noextent_cache, so that
 # lookups read the dnodes, and no background GC, whose node reads would
 # meet the faults too; plain, and encrypted as on Android's /data.
-for v in $(f2fs_variants); do
-	short_only $v && continue
+for v in $(special_variants); do
 	edges_one "edges-f2fs-noext-$v" f2fs noextent_cache,background_gc=off \
 		"$(variant_order $v)" atomic-lookup-error "$(variant_folios $v)"
 	edges_one "edges-f2fs-crypt-noext-$v" f2fs-crypt \
@@ -146,8 +143,7 @@ done
 # fsync_mode=strict zeroes the block at EOF and writes it back before a
 # file grows (edges.py atomic-grow); an atomic file's is the
 # transaction's.  atomic-truncate grows files in their transaction too.
-for v in $(f2fs_variants); do
-	short_only $v && continue
+for v in $(special_variants); do
 	edges_one "edges-f2fs-strict-$v" f2fs fsync_mode=strict \
 		"$(variant_order $v)" "atomic-grow atomic atomic-truncate" \
 		"$(variant_folios $v)"
@@ -160,8 +156,7 @@ done
 # at a new EOF reads that block only.
 # (No udev in the guest: dmsetup neither waits for it nor makes
 # /dev/mapper nodes; devtmpfs makes /dev/dm-N.)
-for v in $(f2fs_variants); do
-	short_only $v && continue
+for v in $(special_variants); do
 	dmsetup create --noudevsync lf-eio \
 		--table "0 $(blockdev --getsz $DEV) linear $DEV 0" ||
 		{ result FAIL "edges-f2fs-eio-$v" "dmsetup create failed"; continue; }
