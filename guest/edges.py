@@ -972,6 +972,17 @@ def iostat_mapped(d):
     return iostat_bytes(d, "WRITE", "app mapped data")
 
 
+def iostat_read_orders(d):
+    """f2fs's counts of folios read by order (iostat_info's 'fs read folio
+    order') of d's disk, order 0 first."""
+    dev = os.path.basename(mount_source(d))
+    with open(f"/proc/fs/f2fs/{dev}/iostat_info") as f:
+        m = re.search(r"^fs read folio order:((?:\s+\d+)+)$", f.read(), re.M)
+    if not m:
+        raise Mismatch("no 'fs read folio order' in iostat_info")
+    return [int(x) for x in m.group(1).split()]
+
+
 def mount_entry(d):
     """The /proc/mounts fields of the filesystem d is on (d may be a
     directory in it, e.g. an encrypted one)."""
@@ -1522,8 +1533,10 @@ def case_atomic_read(d):
     file's, or as zeroes if the transaction replaces the file.  A write
     that then partially covers a staged block, its cache filled by such a
     read, starts from the transaction's copy, and the commit shows every
-    write."""
+    write.  Each folio read is counted in f2fs's iostat by its order, as
+    reads of other files are."""
     orders = []
+    iostat_enable(d)
     for replace in (False, True):
         what = f"atomic-read ({'replace' if replace else 'write'})"
         f = File(os.path.join(d, "atomic-read"))
@@ -1538,8 +1551,14 @@ def case_atomic_read(d):
         # block 128 rewritten in a folio of blocks 128-191 (with large
         # folios), not uptodate over the staged blocks 130-131
         short_write(f, 128 * 4096, 256 * KIB, 4096, 163, what)
+        count = iostat_read_orders(d)
         f.verify(f"{what}: read during the transaction")
         orders.append(folio_order_at(f.fd, 130))
+        read = iostat_read_orders(d)[orders[-1]] - count[orders[-1]]
+        if read < 1:
+            raise Mismatch(f"{what}: the folio of order {orders[-1]} read "
+                           f"around the short copy was not counted in "
+                           f"iostat")
         write_back_and_drop(f, what)
         m = mmap.mmap(f.fd, len(f.model), prot=mmap.PROT_READ)
         try:
@@ -1551,8 +1570,13 @@ def case_atomic_read(d):
                            f"transaction: {first_bad(got, f.model)}")
         # partial writes into staged blocks whose cache a read filled
         write_back_and_drop(f, what)
+        count = iostat_read_orders(d)[0]
         os.pread(f.fd, 4096, 64 * KIB)
         os.pread(f.fd, 4096, 130 * 4096)
+        read = iostat_read_orders(d)[0] - count
+        if read != 2:
+            raise Mismatch(f"{what}: the two staged blocks read again were "
+                           f"counted in iostat as {read} folios of order 0")
         f.write(64 * KIB + 10, b"x")
         f.write(130 * 4096 + 10, b"y")
         fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
