@@ -955,13 +955,18 @@ def iostat_enable(d):
     sysfs_int(d, "iostat_enable", 1)
 
 
+def iostat_text(d):
+    """f2fs's iostat_info of d's disk."""
+    dev = os.path.basename(mount_source(d))
+    with open(f"/proc/fs/f2fs/{dev}/iostat_info") as f:
+        return f.read()
+
+
 def iostat_bytes(d, section, name):
     """A byte count of f2fs's iostat_info of d's disk: line name of
     section ([WRITE] or [READ])."""
-    dev = os.path.basename(mount_source(d))
-    with open(f"/proc/fs/f2fs/{dev}/iostat_info") as f:
-        text = f.read()
-    m = re.search(rf"^\[{section}\]$.*?^{name}:\s+(\d+)", text, re.M | re.S)
+    m = re.search(rf"^\[{section}\]$.*?^{name}:\s+(\d+)", iostat_text(d),
+                  re.M | re.S)
     if not m:
         raise Mismatch(f"no [{section}] {name!r} in iostat_info")
     return int(m.group(1))
@@ -975,9 +980,8 @@ def iostat_mapped(d):
 def iostat_read_orders(d):
     """f2fs's counts of folios read by order (iostat_info's 'fs read folio
     order') of d's disk, order 0 first."""
-    dev = os.path.basename(mount_source(d))
-    with open(f"/proc/fs/f2fs/{dev}/iostat_info") as f:
-        m = re.search(r"^fs read folio order:((?:\s+\d+)+)$", f.read(), re.M)
+    m = re.search(r"^fs read folio order:((?:\s+\d+)+)$", iostat_text(d),
+                  re.M)
     if not m:
         raise Mismatch("no 'fs read folio order' in iostat_info")
     return [int(x) for x in m.group(1).split()]
