@@ -3,15 +3,18 @@
 """Targeted large folio edge cases that random exercising rarely hits.
 
 Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
-                              verity-gc, verity-read, verity-corrupt,
+                              gc-bios, verity-gc, verity-read,
+                              verity-corrupt, verity-eof,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
-                              mkwrite-gc,
+                              mkwrite-gc, mmap-whole,
                               dirty-count, dnode-span, runs, new-runs,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
+                              gc-mapped, overwrite-gc,
                               atomic, atomic-cow, atomic-truncate,
                               atomic-read, atomic-lookup-error,
-                              atomic-gc, pressure,
+                              atomic-gc, atomic-pin, atomic-grow,
+                              pressure, enospc, quota-limit,
                               pin, swap, compress, compress-quota,
                               inline, quota, data-flush,
                               move-range, move-range-race,
@@ -599,6 +602,79 @@ def case_gc(d):
     print(f"gc: collected {', '.join(report)}")
     f.verify_all("after GC")
     f.close()
+
+
+def case_gc_mapped(d):
+    """Foreground GC of the blocks of a cached folio mapped writable and
+    dirtied through the mapping write-protects the mapping, as writeback
+    does: a store after the copy takes a write fault, which waits for the
+    write where the device needs stable pages (->page_mkwrite()).  The
+    folio keeps its dirty blocks, and every store reaches the disk."""
+    f = File(os.path.join(d, "gc-mapped"))
+    size = 2 * MIB
+    interleave(f, File(os.path.join(d, "gc-mapped-filler")), size, 170)
+    drop_caches()
+    f.verify("interleaved file")                        # cached by readahead
+    lf = large_folios(f.path, "interleaved file")
+    out = run(["folio-stat", f.path]).stdout
+    orders = {int(o): int(n) for o, n in
+              re.findall(r"order (\d+) folios (\d+)", out)}
+    folios = sum(orders.values())
+    iostat_enable(d)
+    m = mmap.mmap(f.fd, size)
+    try:
+        for n in (1, 2):
+            if n == 2:
+                gc = gc_file(f, 1)
+                before = iostat_mapped(d)
+            for off in range(n * 7, size, 4096):
+                b = bytes([f.model[off] ^ (0x30 + n)])
+                m[off:off + 1] = b
+                f.model[off:off + 1] = b
+        faults = (iostat_mapped(d) - before) // 4096
+    finally:
+        m.close()
+    if not folios or faults < folios:
+        raise Mismatch(f"stores to each page of {folios} cached folios "
+                       f"({orders.get(0, 0)} of order 0) "
+                       f"after foreground GC moved their blocks took "
+                       f"{faults} write faults, want one per folio at least: "
+                       "GC left them mapped writable")
+    f.verify_all("stores through a mapping before and after GC")
+    f.close()
+    print(f"gc-mapped: {lf} pages in {folios} folios ({orders.get(0, 0)} of "
+          f"order 0), GC {gc}, then "
+          f"{faults} write faults")
+
+
+def case_overwrite_gc(d):
+    """A buffered overwrite of blocks the read extent cache maps balances
+    the filesystem before it dirties the cache, as 7.3's walk of the
+    dnodes did (f2fs_map_blocks(), F2FS_GET_BLOCK_PRE_AIO): with free
+    sections short, foreground GC runs.  reserved_segments set one above
+    the free ones makes every f2fs_balance_fs() run it, which
+    gc_foreground_calls counts."""
+    f = File(os.path.join(d, "overwrite-gc"))
+    f.write(0, pattern(180, 256 * KIB))
+    os.fsync(f.fd)
+    drop_caches()
+    f.verify("file written back")
+    os.sync()
+    reserved = sysfs_int(d, "reserved_segments")
+    try:
+        sysfs_int(d, "reserved_segments", sysfs_int(d, "free_segments") + 1)
+        calls = sysfs_int(d, "gc_foreground_calls")
+        f.write(4096, pattern(181, 64 * KIB))
+        calls = sysfs_int(d, "gc_foreground_calls") - calls
+    finally:
+        sysfs_int(d, "reserved_segments", reserved)
+    if not calls:
+        raise Mismatch("a buffered overwrite with free sections short ran "
+                       "no foreground GC")
+    f.verify_all("overwrite with GC due")
+    f.close()
+    print(f"overwrite-gc: {calls} foreground GC call(s) in a 64 KiB "
+          "overwrite with free sections short")
 
 
 def phys_blocks(path):
@@ -3480,6 +3556,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
+         "gc-mapped": case_gc_mapped, "overwrite-gc": case_overwrite_gc,
          "dnode-span": case_dnode_span, "runs": case_runs,
          "quota-limit": case_quota_limit, "enospc": case_enospc,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
