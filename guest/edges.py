@@ -10,7 +10,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               dirty-count, dnode-span, runs, new-runs,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
-                              gc-mapped, overwrite-gc,
+                              gc-mapped, overwrite-gc, short-write-eof,
                               atomic, atomic-cow, atomic-truncate,
                               atomic-read, atomic-lookup-error,
                               atomic-gc, atomic-pin, atomic-grow,
@@ -608,8 +608,10 @@ def case_gc_mapped(d):
     """Foreground GC of the blocks of a cached folio mapped writable and
     dirtied through the mapping write-protects the mapping, as writeback
     does: a store after the copy takes a write fault, which waits for the
-    write where the device needs stable pages (->page_mkwrite()).  The
-    folio keeps its dirty blocks, and every store reaches the disk."""
+    write where the device needs stable pages (->page_mkwrite()).  A store
+    into each page whose block GC moved must fault (a write fault makes
+    one pte writable).  The folio keeps its dirty blocks, and every store
+    reaches the disk."""
     f = File(os.path.join(d, "gc-mapped"))
     size = 2 * MIB
     interleave(f, File(os.path.join(d, "gc-mapped-filler")), size, 170)
@@ -619,32 +621,38 @@ def case_gc_mapped(d):
     out = run(["folio-stat", f.path]).stdout
     orders = {int(o): int(n) for o, n in
               re.findall(r"order (\d+) folios (\d+)", out)}
-    folios = sum(orders.values())
     iostat_enable(d)
     m = mmap.mmap(f.fd, size)
+
+    def store(off, n):
+        b = bytes([f.model[off] ^ (0x30 + n)])
+        m[off:off + 1] = b
+        f.model[off:off + 1] = b
     try:
-        for n in (1, 2):
-            if n == 2:
-                gc = gc_file(f, 1)
-                before = iostat_mapped(d)
-            for off in range(n * 7, size, 4096):
-                b = bytes([f.model[off] ^ (0x30 + n)])
-                m[off:off + 1] = b
-                f.model[off:off + 1] = b
+        for off in range(7, size, 4096):
+            store(off, 1)
+        # GC cannot take the log's current segment: count the blocks moved
+        old = phys_blocks(f.path)
+        gc = gc_file(f, 1)
+        new = phys_blocks(f.path)
+        moved = [b for b in sorted(old) if new.get(b) != old[b]]
+        before = iostat_mapped(d)
+        for b in moved:
+            store(b * 4096 + 14, 2)
         faults = (iostat_mapped(d) - before) // 4096
     finally:
         m.close()
-    if not folios or faults < folios:
-        raise Mismatch(f"stores to each page of {folios} cached folios "
-                       f"({orders.get(0, 0)} of order 0) "
-                       f"after foreground GC moved their blocks took "
-                       f"{faults} write faults, want one per folio at least: "
-                       "GC left them mapped writable")
+    if not moved or faults < len(moved):
+        raise Mismatch(f"stores to the {len(moved)} pages whose blocks "
+                       f"foreground GC moved ({lf} pages in large folios, "
+                       f"{orders.get(0, 0)} folios of order 0) took {faults} "
+                       "write faults, want one each: GC left them mapped "
+                       "writable")
     f.verify_all("stores through a mapping before and after GC")
     f.close()
-    print(f"gc-mapped: {lf} pages in {folios} folios ({orders.get(0, 0)} of "
-          f"order 0), GC {gc}, then "
-          f"{faults} write faults")
+    print(f"gc-mapped: {lf} pages in large folios, {orders.get(0, 0)} "
+          f"folios of order 0; GC {gc} moved {len(moved)} blocks, and a "
+          f"store into each took {faults} write faults")
 
 
 def case_overwrite_gc(d):
@@ -1310,6 +1318,50 @@ def short_write(f, off, length, copied, seed, what):
     if off > len(f.model):
         f.model.extend(bytes(off - len(f.model)))
     f.model[off:off + copied] = src
+
+
+def case_short_write_eof(d):
+    """A write past EOF whose copy stops short leaves no block reserved past
+    the new EOF.  ->write_begin() reserves the blocks of the part of a
+    large folio the whole write covers, before the copy (an order-0 one the
+    block of its page); f2fs_preallocate_blocks() reserves nothing when the
+    source cannot be faulted in, so nothing dropped them after the copy
+    stopped.  Left there, they took space, and the fsync'd dnode carried
+    them: roll-forward recovery after a crash grew the file over them, to
+    zeroes never written.  Here a 1 MiB write at 1 MiB from a buffer
+    readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again."""
+    f = File(os.path.join(d, "short-write-eof"))
+    # a block first, so that the file has no inline data, whose folio is
+    # order-0, and the short write gets a 1 MiB folio at 1 MiB
+    f.write(0, pattern(190, 4096))
+    os.fsync(f.fd)
+    copied = 12 * KIB
+    short_write(f, MIB, MIB, copied, 191, "short-write-eof")
+    lf = folio_counts(f.path)[1]
+    st = os.fstat(f.fd)
+    want = (4096 + copied) // 4096
+    blocks = st.st_blocks * 512 // 4096
+    os.fsync(f.fd)
+    ent = mount_entry(d)
+    dev, mnt, opts = ent[0], ent[1], ent[3]
+    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
+                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
+    f.close()
+    run(["umount", mnt])
+    run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
+    unlock_again(d, mnt)
+    f = File(f.path, f.model)
+    size = os.fstat(f.fd).st_size
+    if blocks != want or size != len(f.model):
+        f.close()
+        raise Mismatch(f"a 1 MiB write at 1 MiB that copied {copied} bytes "
+                       f"({lf} pages in large folios): {blocks} blocks "
+                       f"allocated, want {want}; fsync'd, shut down and "
+                       f"mounted again: size {size}, want {len(f.model)}")
+    f.verify("short-write-eof: recovered after a shutdown")
+    f.close()
+    print(f"short-write-eof: {lf} pages in large folios, {want} blocks "
+          "allocated, the size recovered after a shutdown")
 
 
 def case_zero_eio(d):
@@ -3557,6 +3609,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "gc-mapped": case_gc_mapped, "overwrite-gc": case_overwrite_gc,
+         "short-write-eof": case_short_write_eof,
          "dnode-span": case_dnode_span, "runs": case_runs,
          "quota-limit": case_quota_limit, "enospc": case_enospc,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
