@@ -1342,14 +1342,7 @@ def case_short_write_eof(d):
     want = (4096 + copied) // 4096
     blocks = st.st_blocks * 512 // 4096
     os.fsync(f.fd)
-    ent = mount_entry(d)
-    dev, mnt, opts = ent[0], ent[1], ent[3]
-    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
-                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
-    f.close()
-    run(["umount", mnt])
-    run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
-    unlock_again(d, mnt)
+    shutdown_and_mount(f, d)
     f = File(f.path, f.model)
     size = os.fstat(f.fd).st_size
     if blocks != want or size != len(f.model):
@@ -2218,6 +2211,19 @@ def unlock_again(d, mnt):
     return True
 
 
+def shutdown_and_mount(f, d):
+    """Shut the filesystem of d down as a crash would (F2FS_IOC_SHUTDOWN,
+    nothing synced) through f, which it closes, and mount it again, with
+    d's key added again if d is encrypted (unlock_again()'s result)."""
+    dev, mnt, _, opts = mount_entry(d)[:4]
+    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
+                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
+    f.close()
+    run(["umount", mnt])
+    run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
+    return unlock_again(d, mnt)
+
+
 def case_data_flush(d):
     """With data_flush, f2fs writes the dirty data of files back before a
     background checkpoint; it finds the files on its list of dirty inodes,
@@ -2232,7 +2238,7 @@ def case_data_flush(d):
     into A must be on the list, and on disk after a background checkpoint
     and a shutdown that writes nothing."""
     ent = mount_entry(d)
-    dev, mnt, opts = ent[0], ent[1], ent[3]
+    mnt, opts = ent[1], ent[3]
     if "data_flush" not in opts.split(","):
         raise Mismatch(f"data-flush: {mnt} is not mounted with data_flush")
     # From 64 KiB on: a new file's block 0 is its inline data's order-0
@@ -2289,12 +2295,7 @@ def case_data_flush(d):
         sysfs_int(d, "cp_interval", interval)
         sysfs_int(d, "gc_urgent_sleep_time", sleep)
     time.sleep(1)                       # the checkpoint after the flush
-    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
-                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
-    f.close()
-    run(["umount", mnt])
-    run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
-    if unlock_again(d, mnt) != encrypted:
+    if shutdown_and_mount(f, d) != encrypted:
         raise Mismatch(f"data-flush: {d} is {'' if encrypted else 'not '}"
                        "encrypted, but EDGES_KEY says otherwise")
     f = File(f.path, f.model)
