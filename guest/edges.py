@@ -7,7 +7,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               verity-corrupt, verity-eof,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
                               mkwrite-gc, mmap-whole,
-                              dirty-count, dnode-span, runs, new-runs,
+                              dirty-count, dirty-none, dnode-span, runs,
+                              new-runs,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
                               gc-mapped, overwrite-gc, short-write-eof,
@@ -2337,6 +2338,54 @@ def case_dirty_count(d):
           f"({lf} pages in large folios)")
 
 
+def dirty_pages(path):
+    """The pages of path's page cache in dirty folios (folio-stat)."""
+    out = run(["folio-stat", path]).stdout
+    m = re.search(r"^dirty (\d+) pages", out, re.M)
+    if not m:
+        raise Mismatch(f"folio-stat {path}: no dirty count in {out!r}")
+    return int(m.group(1))
+
+
+def case_dirty_none(d):
+    """A large folio whose only dirty block is punched out, or written by
+    foreground GC, is clean after it.  f2fs counts the dirty blocks of a
+    large folio, and background writeback (WB_SYNC_NONE, here
+    sync_file_range() without SYNC_FILE_RANGE_WAIT_BEFORE) skips an inode
+    with none counted: a folio left dirty with none stayed dirty memory,
+    counted against the dirty limits, until a sync or an fsync of the file,
+    and reclaim could not take it."""
+    f = File(os.path.join(d, "dirty-none"))
+    size = 2 * MIB
+    # in segments GC can take: not the log's current one
+    interleave(f, File(os.path.join(d, "dirty-none-filler")), size, 230)
+    drop_caches()
+    f.verify("dirty-none: interleaved file")            # cached by readahead
+    lf = large_folios(f.path, "dirty-none: cached file")
+    done = []
+    for i, how in enumerate(("punched", "moved by foreground GC")):
+        off = 64 * KIB * (2 + i) + 8 * KIB
+        f.write(off, pattern(231 + i, 4096))
+        if i == 0:
+            f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, off, 4096)
+        else:
+            done.append(gc_file(f, 1))
+        before = dirty_pages(f.path)
+        if libc().sync_file_range(f.fd, 0, 0, 2 | 4):
+            raise Mismatch(f"sync_file_range: "
+                           f"{os.strerror(ctypes.get_errno())}")
+        n = dirty_pages(f.path)
+        if n:
+            raise Mismatch(f"the only dirty block of a cached folio {how} "
+                           f"({lf} pages in large folios): {before} pages "
+                           f"dirty, {n} after background writeback, want 0")
+        f.verify(f"dirty-none: a dirty block {how} (cached)")
+    f.verify_all("dirty-none")
+    f.close()
+    print(f"dirty-none: {lf} pages in large folios; a dirty block punched "
+          f"out, one moved by GC ({done[0]}): no folio left dirty")
+
+
 def written_back_apart(f, what, nblk):
     """Write f back and drop its cache (write_back_and_drop()), check what
     the disk gives back, and that each of its nblk blocks is at a disk
@@ -3611,6 +3660,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
          "gc-mapped": case_gc_mapped, "overwrite-gc": case_overwrite_gc,
          "short-write-eof": case_short_write_eof,
+         "dirty-none": case_dirty_none,
          "dnode-span": case_dnode_span, "runs": case_runs,
          "quota-limit": case_quota_limit, "enospc": case_enospc,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,

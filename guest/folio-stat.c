@@ -9,7 +9,8 @@
  * Needs root (PFNs are hidden from others).
  *
  * Output: one line per order "order N folios M", then
- * "resident P pages, in large folios L pages, largest order K".
+ * "resident P pages, in large folios L pages, largest order K", then
+ * "dirty D pages": the pages of those in dirty folios.
  *
  * With OFFSET and LENGTH, only that range of the file is looked at (widened
  * to 2 MiB boundaries, so that no folio is cut), e.g. for a sparse file far
@@ -25,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define KPF_DIRTY		4
 #define KPF_COMPOUND_HEAD	15
 #define KPF_COMPOUND_TAIL	16
 #define PM_PRESENT		(1ULL << 63)
@@ -49,7 +51,7 @@ static uint64_t read_u64(int fd, uint64_t idx, const char *what)
 int main(int argc, char **argv)
 {
 	unsigned long count[MAX_ORDER_SEEN + 1] = { 0 };
-	unsigned long resident = 0, in_large = 0;
+	unsigned long resident = 0, in_large = 0, dirty = 0;
 	long psz = sysconf(_SC_PAGESIZE);
 	int fd, pm, kf, largest = 0;
 	unsigned char *vec;
@@ -76,7 +78,8 @@ int main(int argc, char **argv)
 			end = st.st_size;
 	}
 	if (end <= start) {
-		printf("resident 0 pages, in large folios 0 pages, largest order 0\n");
+		printf("resident 0 pages, in large folios 0 pages, largest order 0\n"
+		       "dirty 0 pages\n");
 		return 0;
 	}
 	len = end - start;
@@ -120,6 +123,7 @@ int main(int argc, char **argv)
 			}
 		}
 		if (n > 1) {
+			size_t here = i + n <= npages ? n : npages - i;
 			int order = 0;
 
 			while ((1UL << order) < n)
@@ -131,10 +135,14 @@ int main(int argc, char **argv)
 				largest = order;
 			in_large += n;
 			/* The folio may start before the file offset we met. */
-			resident += (i + n <= npages ? n : npages - i) - 1;
+			resident += here - 1;
+			if (flags & (1ULL << KPF_DIRTY))
+				dirty += here;
 			i += n;
 		} else {
 			count[0]++;
+			if (flags & (1ULL << KPF_DIRTY))
+				dirty++;
 			i++;
 		}
 	}
@@ -143,5 +151,6 @@ int main(int argc, char **argv)
 			printf("order %zu folios %lu\n", i, count[i]);
 	printf("resident %lu pages, in large folios %lu pages, largest order %d\n",
 	       resident, in_large, largest);
+	printf("dirty %lu pages\n", dirty);
 	return 0;
 }

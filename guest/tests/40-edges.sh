@@ -17,6 +17,7 @@
 # fault per folio through a mapping at a 2 MiB boundary, write faults on
 # a full filesystem and with GC due, a block dirtied in a dirty folio
 # with none counted flushed before a background checkpoint (data_flush),
+# a folio whose last dirty block is punched out or moved by GC left clean,
 # reads racing collapse and insert
 # range, MADV_COLLAPSE into PMD-sized folios (plain, atomic, fs-verity,
 # encrypted), a truncate into a large folio with a read error on another
@@ -58,7 +59,7 @@ edges_one() {
 
 ALL="straddle truncate punch dio gc gc-mark gc-mapped gc-bios overwrite-gc
 	short-write-eof mmap mkwrite mmap-whole
-	dirty-count dnode-span runs new-runs cp-disable extent collapse-race
+	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
 	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin inline
 	pin swap pressure enospc"
