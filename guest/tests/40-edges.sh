@@ -15,8 +15,9 @@
 # enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
 # fault per folio through a mapping at a 2 MiB boundary, write faults on
-# a full filesystem and with GC due, a block dirtied in a dirty folio
-# with none counted flushed before a background checkpoint (data_flush),
+# a full filesystem and with GC due, a block dirtied in a folio whose
+# dirty blocks were punched flushed before a background checkpoint
+# (data_flush),
 # a folio whose last dirty block is punched out or moved by GC left clean,
 # reads racing collapse and insert
 # range, MADV_COLLAPSE into PMD-sized folios (plain, atomic, fs-verity,
