@@ -468,6 +468,18 @@ def interleave(f, filler, size, seed):
     os.sync()
 
 
+def gc_victim_cached(d, name, size, seed):
+    """A file of size bytes interleaved with a filler (interleave()), so
+    that GC can take its segments, dropped from the cache and read back by
+    readahead (checked against the model); return it and its pages in
+    large folios (large_folios())."""
+    f = File(os.path.join(d, name))
+    interleave(f, File(os.path.join(d, name + "-filler")), size, seed)
+    drop_caches()
+    f.verify(f"{name}: interleaved file")               # cached by readahead
+    return f, large_folios(f.path, f"{name}: interleaved file")
+
+
 def gc_file(f, sync):
     """GC every segment that holds a block of f (sync=0: background GC,
     which marks the blocks dirty in the cache; sync=1: foreground GC,
@@ -613,12 +625,8 @@ def case_gc_mapped(d):
     into each page whose block GC moved must fault (a write fault makes
     one pte writable).  The folio keeps its dirty blocks, and every store
     reaches the disk."""
-    f = File(os.path.join(d, "gc-mapped"))
     size = 2 * MIB
-    interleave(f, File(os.path.join(d, "gc-mapped-filler")), size, 170)
-    drop_caches()
-    f.verify("interleaved file")                        # cached by readahead
-    lf = large_folios(f.path, "interleaved file")
+    f, lf = gc_victim_cached(d, "gc-mapped", size, 170)
     out = run(["folio-stat", f.path]).stdout
     orders = {int(o): int(n) for o, n in
               re.findall(r"order (\d+) folios (\d+)", out)}
@@ -1556,11 +1564,13 @@ def end_atomic(f, end, before):
         f.model = bytearray(before)
 
 
-def write_back(f):
+def write_back(f, wait_before=True):
     """Write back f's dirty data and wait (sync_file_range: no fsync, so
     an atomic write stays uncommitted, its blocks staged in the COW
-    inode)."""
-    if libc().sync_file_range(f.fd, 0, 0, 1 | 2 | 4):
+    inode).  Without wait_before (SYNC_FILE_RANGE_WAIT_BEFORE), the
+    writeback is WB_SYNC_NONE, as background writeback's is."""
+    flags = (1 if wait_before else 0) | 2 | 4
+    if libc().sync_file_range(f.fd, 0, 0, flags):
         raise Mismatch(f"sync_file_range: "
                        f"{os.strerror(ctypes.get_errno())}")
 
@@ -2354,25 +2364,17 @@ def case_dirty_none(d):
     with none counted: a folio left dirty with none stayed dirty memory,
     counted against the dirty limits, until a sync or an fsync of the file,
     and reclaim could not take it."""
-    f = File(os.path.join(d, "dirty-none"))
-    size = 2 * MIB
     # in segments GC can take: not the log's current one
-    interleave(f, File(os.path.join(d, "dirty-none-filler")), size, 230)
-    drop_caches()
-    f.verify("dirty-none: interleaved file")            # cached by readahead
-    lf = large_folios(f.path, "dirty-none: cached file")
-    done = []
+    f, lf = gc_victim_cached(d, "dirty-none", 2 * MIB, 230)
     for i, how in enumerate(("punched", "moved by foreground GC")):
         off = 64 * KIB * (2 + i) + 8 * KIB
         f.write(off, pattern(231 + i, 4096))
         if i == 0:
             f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, off, 4096)
         else:
-            done.append(gc_file(f, 1))
+            gc = gc_file(f, 1)
         before = dirty_pages(f.path)
-        if libc().sync_file_range(f.fd, 0, 0, 2 | 4):
-            raise Mismatch(f"sync_file_range: "
-                           f"{os.strerror(ctypes.get_errno())}")
+        write_back(f, wait_before=False)
         n = dirty_pages(f.path)
         if n:
             raise Mismatch(f"the only dirty block of a cached folio {how} "
@@ -2382,7 +2384,7 @@ def case_dirty_none(d):
     f.verify_all("dirty-none")
     f.close()
     print(f"dirty-none: {lf} pages in large folios; a dirty block punched "
-          f"out, one moved by GC ({done[0]}): no folio left dirty")
+          f"out, one moved by GC ({gc}): no folio left dirty")
 
 
 def written_back_apart(f, what, nblk):
