@@ -20,6 +20,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               inline, quota, data-flush,
                               move-range, move-range-race,
                               thp-collapse, verity-collapse, zero-eio,
+                              read-eio,
                               all)
 
 Every case writes through the page cache, checks what it reads back against
@@ -57,6 +58,7 @@ def libc():
     lib.mmap.argtypes = [c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_int,
                          c.c_long]
     lib.munmap.argtypes = [c.c_void_p, c.c_size_t]
+    lib.mincore.argtypes = [c.c_void_p, c.c_size_t, c.c_char_p]
     lib.quotactl.argtypes = [c.c_int, c.c_char_p, c.c_int, c.c_void_p]
     lib.swapon.argtypes = [c.c_char_p, c.c_int]
     lib.swapoff.argtypes = [c.c_char_p]
@@ -624,7 +626,10 @@ def case_gc_mapped(d):
     write where the device needs stable pages (->page_mkwrite()).  A store
     into each page whose block GC moved must fault (a write fault makes
     one pte writable).  The folio keeps its dirty blocks, and every store
-    reaches the disk."""
+    reaches the disk.  Not for encrypted or fs-verity files: f2fs moves
+    their blocks with move_data_block(), which copies the block on disk
+    and leaves the cached folio, and its ptes, alone (crypt-gc and
+    verity-gc cover them)."""
     size = 2 * MIB
     f, lf = gc_victim_cached(d, "gc-mapped", size, 170)
     out = run(["folio-stat", f.path]).stdout
@@ -1305,6 +1310,45 @@ def dm_table(name, table=None):
     return table
 
 
+def dm_linear(what):
+    """The linear device mapper device named in EDGES_DM (40-edges.sh makes
+    one over the disk), and the fields of its table."""
+    name = os.environ.get("EDGES_DM")
+    if not name:
+        raise Mismatch(f"{what}: no device mapper device named (EDGES_DM)")
+    lin = dm_table(name).split()
+    if len(lin) != 5 or lin[2] != "linear":
+        raise Mismatch(f"{what}: {name}: want one linear target, got "
+                       f"{' '.join(lin)!r}")
+    return name, lin
+
+
+def dm_error_at(name, lin, bad, what):
+    """Load device mapper's error target over disk block bad of the linear
+    device name (table fields lin), and check that a direct read of that
+    block from the device fails (not of the file: a direct read of the
+    file would write its dirty folios back)."""
+    sectors, start = int(lin[1]), int(lin[4])
+    s0 = bad * 8
+    dm_table(name, f"0 {s0} linear {lin[3]} {start}\n"
+                   f"{s0} 8 error\n"
+                   f"{s0 + 8} {sectors - s0 - 8} linear {lin[3]} "
+                   f"{start + s0 + 8}")
+    blk = run(["dmsetup", "info", "-c", "--noheadings", "-o",
+               "blkdevname", name]).stdout.strip()
+    fd = os.open(f"/dev/{blk}", os.O_RDONLY | os.O_DIRECT)
+    rbuf = mmap.mmap(-1, 4096)
+    try:
+        os.preadv(fd, [rbuf], bad * 4096)
+        raise Mismatch(f"{what}: disk block {bad} read back through the "
+                       "error target")
+    except OSError as e:
+        if e.errno != errno.EIO:
+            raise
+    finally:
+        os.close(fd)
+
+
 def short_write(f, off, length, copied, seed, what):
     """Write length bytes at off, from a buffer of which only the first
     copied bytes (a multiple of 4 KiB) are readable: the copy stops there,
@@ -1373,14 +1417,8 @@ def case_zero_eio(d):
     over one disk block) must not fail a truncate into it, nor leave the
     old bytes past EOF on disk.  The filesystem must be on a linear
     device mapper device, named in EDGES_DM (40-edges.sh makes one)."""
-    name = os.environ.get("EDGES_DM")
-    if not name:
-        raise Mismatch("zero-eio: no device mapper device named (EDGES_DM)")
-    table = dm_table(name)
-    lin = table.split()
-    if len(lin) != 5 or lin[2] != "linear":
-        raise Mismatch(f"zero-eio: {name}: want one linear target, got "
-                       f"{table!r}")
+    name, lin = dm_linear("zero-eio")
+    table = " ".join(lin)
     f = File(os.path.join(d, "zero-eio"))
     f.write(0, pattern(140, 2 * MIB))
     os.fsync(f.fd)
@@ -1394,30 +1432,9 @@ def case_zero_eio(d):
     short_write(f, 0, 2 * MIB, MIB, 141, "zero-eio")
     # (no look at the folio yet: a fault on it would read the rest in)
     # Block 300 unreadable, the block at the new EOF (384) readable.
-    sectors, start = int(lin[1]), int(lin[4])
-    s0 = bad * 8
-    err_table = (f"0 {s0} linear {lin[3]} {start}\n"
-                 f"{s0} 8 error\n"
-                 f"{s0 + 8} {sectors - s0 - 8} linear {lin[3]} "
-                 f"{start + s0 + 8}")
     size = 3 * MIB // 2 + 100
-    dm_table(name, err_table)
     try:
-        # the error target must really fail block 300 (read from the
-        # device: a direct read of the file would write its folio back)
-        blk = run(["dmsetup", "info", "-c", "--noheadings", "-o",
-                   "blkdevname", name]).stdout.strip()
-        fd = os.open(f"/dev/{blk}", os.O_RDONLY | os.O_DIRECT)
-        rbuf = mmap.mmap(-1, 4096)
-        try:
-            os.preadv(fd, [rbuf], bad * 4096)
-            raise Mismatch("zero-eio: block 300 read back through the "
-                           "error target")
-        except OSError as e:
-            if e.errno != errno.EIO:
-                raise
-        finally:
-            os.close(fd)
+        dm_error_at(name, lin, bad, "zero-eio")
         try:
             os.ftruncate(f.fd, size)
             err = None
@@ -1440,6 +1457,123 @@ def case_zero_eio(d):
     f.close()
     print(f"zero-eio: the truncate read block 384 only (folio of order "
           f"{order}, block 300 at disk block {bad} unreadable)")
+
+
+def page_resident(fd, blk):
+    """Whether mincore() counts block blk of the file resident: cached in a
+    folio that is uptodate (a folio not uptodate is not resident)."""
+    addr = map_page(fd, blk * 4096, mmap.PROT_READ)
+    vec = ctypes.create_string_buffer(1)
+    try:
+        if libc().mincore(addr, 4096, vec):
+            e = ctypes.get_errno()
+            raise OSError(e, f"mincore: {os.strerror(e)}")
+    finally:
+        libc().munmap(addr, 4096)
+    return bool(vec.raw[0] & 1)
+
+
+def read_stream(f, what):
+    """Read f from a new open file (new readahead state) in 64 KiB reads
+    from its start, as a reader streaming it, going on past errors; check
+    every byte read against the model and return the byte ranges whose
+    reads failed with EIO."""
+    fd = os.open(f.path, os.O_RDONLY)
+    failed = []
+    try:
+        for pos in range(0, len(f.model), 64 * KIB):
+            end = min(pos + 64 * KIB, len(f.model))
+            while pos < end:
+                try:
+                    got = os.pread(fd, end - pos, pos)
+                except OSError as e:
+                    if e.errno != errno.EIO:
+                        raise
+                    failed.append((pos, end))
+                    break
+                if not got:
+                    raise Mismatch(f"{what}: read at {pos} hit EOF")
+                if got != f.model[pos:pos + len(got)]:
+                    raise Mismatch(f"{what}: "
+                                   f"{first_bad(got, f.model[pos:], pos)}")
+                pos += len(got)
+    finally:
+        os.close(fd)
+    return failed
+
+
+def case_read_eio(d):
+    """A read error on one disk block (device mapper's error target) fails
+    the reads of the blocks read with it, in one bio, and no others: in a
+    large folio whose blocks come from several extents, and so several
+    bios, the blocks of the bios that completed stay uptodate and are
+    read without new I/O (->is_partially_uptodate()), as with iomap and
+    as with order-0 folios; the folio is not read again as a whole, which
+    would fail again.  The file's 64 KiB extents lie apart on disk
+    (interleave()), so each is read by a bio of its own.  Needs the
+    linear device mapper device named in EDGES_DM, as zero-eio does."""
+    name, lin = dm_linear("read-eio")
+    table = " ".join(lin)
+    iostat_enable(d)
+    f, _ = gc_victim_cached(d, "read-eio", 2 * MIB, 150)
+    phys = phys_blocks(f.path)
+    bad, good = 300, 304                    # extents [288, 304), [304, 320)
+    if phys[good] == phys[good - 1] + 1:
+        raise Mismatch(f"read-eio: blocks {good - 1} and {good} are "
+                       "adjacent on disk: one bio could read both")
+    drop_caches()
+    if read_stream(f, "read-eio: streamed"):
+        raise Mismatch("read-eio: a read failed before any error")
+    order = folio_order_at(f.fd, bad)
+    if os.environ.get("EDGES_FOLIOS") == "large" and \
+            bad >> order != good >> order:
+        raise Mismatch(f"read-eio: streaming caches block {bad} in a folio "
+                       f"of order {order}, without block {good}: want one "
+                       "folio over both extents")
+    drop_caches()
+    try:
+        dm_error_at(name, lin, phys[bad], "read-eio")
+        failed = read_stream(f, f"read-eio: streamed with block {bad} "
+                                "unreadable")
+        lo, hi = (good - 16) * 4096, good * 4096
+        if not any(a <= bad * 4096 < b for a, b in failed):
+            raise Mismatch(f"read-eio: block {bad} read without error: "
+                           f"the error target did not fail it")
+        out = [(a, b) for a, b in failed if a < lo or b > hi]
+        if out:
+            raise Mismatch(f"read-eio: reads of bytes {out} failed, outside "
+                           f"the extent [{lo}, {hi}) of the unreadable "
+                           f"block {bad}: a read error failed blocks read "
+                           "by other bios")
+        # Block good is cached: resident in lf only if its folio is
+        # uptodate, which it is not, as it holds block bad.
+        before = iostat_bytes(d, "READ", "fs data")
+        got = os.pread(f.fd, 4096, good * 4096)
+        if got != f.model[good * 4096:(good + 1) * 4096]:
+            raise Mismatch(f"read-eio: block {good} again: "
+                           f"{first_bad(got, f.model[good * 4096:])}")
+        if iostat_bytes(d, "READ", "fs data") != before:
+            raise Mismatch(f"read-eio: block {good}, read already, was read "
+                           "from the disk again")
+        resident = page_resident(f.fd, good)
+        if os.environ.get("EDGES_FOLIOS") == "large" and resident:
+            raise Mismatch(f"read-eio: block {good} is in an uptodate "
+                           f"folio: not in one with block {bad}")
+        try:
+            os.pread(f.fd, 4096, bad * 4096)
+            raise Mismatch(f"read-eio: block {bad} read again without "
+                           "error")
+        except OSError as e:
+            if e.errno != errno.EIO:
+                raise
+    finally:
+        dm_table(name, table)
+    drop_caches()
+    f.verify_all("read-eio: the error target gone")
+    f.close()
+    print(f"read-eio: with block {bad} unreadable, reads of {failed} failed "
+          f"and block {good} read from the cache (folio of order {order}, "
+          f"{'not ' if not resident else ''}uptodate)")
 
 
 MADV_COLLAPSE = 25
@@ -3649,7 +3783,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,
-         "zero-eio": case_zero_eio,
+         "zero-eio": case_zero_eio, "read-eio": case_read_eio,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

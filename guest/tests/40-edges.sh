@@ -22,7 +22,8 @@
 # reads racing collapse and insert
 # range, MADV_COLLAPSE into PMD-sized folios (plain, atomic, fs-verity,
 # encrypted), a truncate into a large folio with a read error on another
-# of its blocks, blocks moved between cached files (F2FS_IOC_MOVE_RANGE),
+# of its blocks, a read error failing only the blocks of its bio, blocks
+# moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, a truncate and reads inside the
 # transaction, lookups in it failing, GC of staged blocks, a page pinned
@@ -157,20 +158,28 @@ for v in $(special_variants); do
 		"$(variant_folios $v)" v2-iv32
 done
 # A read error on one disk block (device mapper's error target, loaded
-# by edges.py zero-eio into a linear device over $DEV): zeroing the block
-# at a new EOF reads that block only.
+# by edges.py into a linear device over $DEV): zeroing the block at a new
+# EOF reads that block only (zero-eio); the error fails the reads of the
+# blocks in its bio only, also in a large folio read by several bios
+# (read-eio, plain and encrypted).
 # (No udev in the guest: dmsetup neither waits for it nor makes
 # /dev/mapper nodes; devtmpfs makes /dev/dm-N.)
-for v in $(special_variants); do
+# eio_one NAME FS OPTS VARIANT CASES [POLICY]: edges_one on the device.
+eio_one() {
 	dmsetup create --noudevsync lf-eio \
 		--table "0 $(blockdev --getsz $DEV) linear $DEV 0" ||
-		{ result FAIL "edges-f2fs-eio-$v" "dmsetup create failed"; continue; }
+		{ result FAIL "$1" "dmsetup create failed"; return; }
 	EDGES_DM=lf-eio \
 	DEV=/dev/$(dmsetup info -c --noheadings -o blkdevname lf-eio) \
-		edges_one "edges-f2fs-eio-$v" f2fs "" "$(variant_order $v)" \
-		zero-eio "$(variant_folios $v)"
+		edges_one "$1" "$2" "$3" "$(variant_order $4)" "$5" \
+		"$(variant_folios $4)" ${6:-}
 	dmsetup remove --noudevsync lf-eio ||
-		result FAIL "edges-f2fs-eio-$v-remove" "dmsetup remove failed"
+		result FAIL "$1-remove" "dmsetup remove failed"
+}
+for v in $(special_variants); do
+	eio_one "edges-f2fs-eio-$v" f2fs "" $v "zero-eio read-eio"
+	eio_one "edges-f2fs-crypt-eio-$v" f2fs-crypt inlinecrypt $v read-eio \
+		v2-iv32
 done
 long_controls && edges_one edges-xfs xfs "" "" \
 	"straddle truncate punch dio mmap collapse-race pressure"
