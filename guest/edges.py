@@ -1473,33 +1473,40 @@ def page_resident(fd, blk):
     return bool(vec.raw[0] & 1)
 
 
-def read_stream(f, what):
-    """Read f from a new open file (new readahead state) in 64 KiB reads
-    from its start, as a reader streaming it, going on past errors; check
+def read_stream(f, fd, what, start=0, stop=None):
+    """Read bytes [start, stop) of f (stop: its end if None) through fd in
+    64 KiB reads, as a reader streaming it, going on past errors; check
     every byte read against the model and return the byte ranges whose
     reads failed with EIO."""
-    fd = os.open(f.path, os.O_RDONLY)
     failed = []
-    try:
-        for pos in range(0, len(f.model), 64 * KIB):
-            end = min(pos + 64 * KIB, len(f.model))
-            while pos < end:
-                try:
-                    got = os.pread(fd, end - pos, pos)
-                except OSError as e:
-                    if e.errno != errno.EIO:
-                        raise
-                    failed.append((pos, end))
-                    break
-                if not got:
-                    raise Mismatch(f"{what}: read at {pos} hit EOF")
-                if got != f.model[pos:pos + len(got)]:
-                    raise Mismatch(f"{what}: "
-                                   f"{first_bad(got, f.model[pos:], pos)}")
-                pos += len(got)
-    finally:
-        os.close(fd)
+    stop = len(f.model) if stop is None else stop
+    for pos in range(start, stop, 64 * KIB):
+        end = min(pos + 64 * KIB, stop)
+        while pos < end:
+            try:
+                got = os.pread(fd, end - pos, pos)
+            except OSError as e:
+                if e.errno != errno.EIO:
+                    raise
+                failed.append((pos, end))
+                break
+            if not got:
+                raise Mismatch(f"{what}: read at {pos} hit EOF")
+            if got != f.model[pos:pos + len(got)]:
+                raise Mismatch(f"{what}: "
+                               f"{first_bad(got, f.model[pos:], pos)}")
+            pos += len(got)
     return failed
+
+
+def read_block(f, fd, blk, what):
+    """Block blk of f read through fd, checked against the model."""
+    try:
+        got = os.pread(fd, 4096, blk * 4096)
+    except OSError as e:
+        raise Mismatch(f"{what}: {e.strerror}") from e
+    if got != f.model[blk * 4096:(blk + 1) * 4096]:
+        raise Mismatch(f"{what}: {first_bad(got, f.model[blk * 4096:])}")
 
 
 def case_read_eio(d):
@@ -1508,33 +1515,49 @@ def case_read_eio(d):
     large folio whose blocks come from several extents, and so several
     bios, the blocks of the bios that completed stay uptodate and are
     read without new I/O (->is_partially_uptodate()), as with iomap and
-    as with order-0 folios; the folio is not read again as a whole, which
-    would fail again.  The file's 64 KiB extents lie apart on disk
-    (interleave()), so each is read by a bio of its own.  Needs the
-    linear device mapper device named in EDGES_DM, as zero-eio does."""
+    as with order-0 folios, and so are the holes zeroed before them; the
+    folio is not read again as a whole, which would fail again.  The
+    file's 64 KiB extents lie apart on disk (interleave()), so each is
+    read by a bio of its own.  Needs the linear device mapper device named
+    in EDGES_DM, as zero-eio does."""
     name, lin = dm_linear("read-eio")
     table = " ".join(lin)
     iostat_enable(d)
     f, _ = gc_victim_cached(d, "read-eio", 2 * MIB, 150)
+    # extents [292, 304) (a hole before it) and [304, 320)
+    hole, bad, good = 288, 300, 304
+    f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, hole * 4096, 16 * KIB)
     phys = phys_blocks(f.path)
-    bad, good = 300, 304                    # extents [288, 304), [304, 320)
     if phys[good] == phys[good - 1] + 1:
         raise Mismatch(f"read-eio: blocks {good - 1} and {good} are "
                        "adjacent on disk: one bio could read both")
     drop_caches()
-    if read_stream(f, "read-eio: streamed"):
-        raise Mismatch("read-eio: a read failed before any error")
+    fd = os.open(f.path, os.O_RDONLY)       # a new readahead state
+    try:
+        if read_stream(f, fd, "read-eio: streamed"):
+            raise Mismatch("read-eio: a read failed before any error")
+    finally:
+        os.close(fd)
     order = folio_order_at(f.fd, bad)
     if os.environ.get("EDGES_FOLIOS") == "large" and \
-            bad >> order != good >> order:
+            len({hole >> order, bad >> order, good >> order}) > 1:
         raise Mismatch(f"read-eio: streaming caches block {bad} in a folio "
-                       f"of order {order}, without block {good}: want one "
-                       "folio over both extents")
+                       f"of order {order}, without block {hole} or {good}: "
+                       "want one folio over the hole and both extents")
     drop_caches()
     try:
         dm_error_at(name, lin, phys[bad], "read-eio")
-        failed = read_stream(f, f"read-eio: streamed with block {bad} "
-                                "unreadable")
+        what = f"read-eio: streamed with block {bad} unreadable"
+        fd = os.open(f.path, os.O_RDONLY)
+        try:
+            # Up to the hole, whose folio readahead has read by then (or
+            # the read of the hole does): the hole is read first, before
+            # any read of the bad block reads the folio again.
+            failed = read_stream(f, fd, what, 0, hole * 4096)
+            read_block(f, fd, hole, f"{what}: block {hole}, a hole, first")
+            failed += read_stream(f, fd, what, hole * 4096)
+        finally:
+            os.close(fd)
         lo, hi = (good - 16) * 4096, good * 4096
         if not any(a <= bad * 4096 < b for a, b in failed):
             raise Mismatch(f"read-eio: block {bad} read without error: "
@@ -1545,16 +1568,15 @@ def case_read_eio(d):
                            f"the extent [{lo}, {hi}) of the unreadable "
                            f"block {bad}: a read error failed blocks read "
                            "by other bios")
-        # Block good is cached: resident in lf only if its folio is
-        # uptodate, which it is not, as it holds block bad.
+        # Blocks good and hole are cached: resident in lf only if their
+        # folio is uptodate, which it is not, as it holds block bad.
         before = iostat_bytes(d, "READ", "fs data")
-        got = os.pread(f.fd, 4096, good * 4096)
-        if got != f.model[good * 4096:(good + 1) * 4096]:
-            raise Mismatch(f"read-eio: block {good} again: "
-                           f"{first_bad(got, f.model[good * 4096:])}")
+        for b in (good, hole):
+            read_block(f, f.fd, b, f"read-eio: block {b}, read before, "
+                                   "again")
         if iostat_bytes(d, "READ", "fs data") != before:
-            raise Mismatch(f"read-eio: block {good}, read already, was read "
-                           "from the disk again")
+            raise Mismatch(f"read-eio: blocks {good} and {hole}, read "
+                           "already, were read from the disk again")
         resident = page_resident(f.fd, good)
         if os.environ.get("EDGES_FOLIOS") == "large" and resident:
             raise Mismatch(f"read-eio: block {good} is in an uptodate "
@@ -1572,8 +1594,8 @@ def case_read_eio(d):
     f.verify_all("read-eio: the error target gone")
     f.close()
     print(f"read-eio: with block {bad} unreadable, reads of {failed} failed "
-          f"and block {good} read from the cache (folio of order {order}, "
-          f"{'not ' if not resident else ''}uptodate)")
+          f"and blocks {good} and {hole} (a hole) read from the cache (folio "
+          f"of order {order}, {'not ' if not resident else ''}uptodate)")
 
 
 MADV_COLLAPSE = 25
