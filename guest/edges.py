@@ -973,16 +973,21 @@ def flip_byte(dev, off):
     return restore
 
 
-def expect_eio(f, blk, what):
-    drop_caches()
+def want_eio(read, what):
+    """read() must fail with EIO; what names the read in the mismatch."""
     try:
-        os.pread(f.fd, 4096, blk * 4096)
+        read()
     except OSError as e:
         if e.errno == errno.EIO:
             return
-        raise Mismatch(f"{what}: reading block {blk} gave {e.strerror}, "
-                       "want EIO")
-    raise Mismatch(f"{what}: reading block {blk} succeeded, want EIO")
+        raise Mismatch(f"{what} gave {e.strerror}, want EIO") from e
+    raise Mismatch(f"{what} succeeded, want EIO")
+
+
+def expect_eio(f, blk, what):
+    drop_caches()
+    want_eio(lambda: os.pread(f.fd, 4096, blk * 4096),
+             f"{what}: reading block {blk}")
 
 
 def expect_corruption_caught(f, dev, off, bad, good, what):
@@ -1339,12 +1344,8 @@ def dm_error_at(name, lin, bad, what):
     fd = os.open(f"/dev/{blk}", os.O_RDONLY | os.O_DIRECT)
     rbuf = mmap.mmap(-1, 4096)
     try:
-        os.preadv(fd, [rbuf], bad * 4096)
-        raise Mismatch(f"{what}: disk block {bad} read back through the "
-                       "error target")
-    except OSError as e:
-        if e.errno != errno.EIO:
-            raise
+        want_eio(lambda: os.preadv(fd, [rbuf], bad * 4096),
+                 f"{what}: disk block {bad} read through the error target")
     finally:
         os.close(fd)
 
@@ -1581,13 +1582,8 @@ def case_read_eio(d):
         if os.environ.get("EDGES_FOLIOS") == "large" and resident:
             raise Mismatch(f"read-eio: block {good} is in an uptodate "
                            f"folio: not in one with block {bad}")
-        try:
-            os.pread(f.fd, 4096, bad * 4096)
-            raise Mismatch(f"read-eio: block {bad} read again without "
-                           "error")
-        except OSError as e:
-            if e.errno != errno.EIO:
-                raise
+        want_eio(lambda: os.pread(f.fd, 4096, bad * 4096),
+                 f"read-eio: block {bad} read again")
     finally:
         dm_table(name, table)
     drop_caches()
