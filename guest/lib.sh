@@ -157,11 +157,22 @@ writeback_off() {
 # signal stays in its group, and its failure is reported.  A bench guest
 # with two others on the two host cores also went silent there for 25
 # minutes, its vCPU running; the run has five minutes of guest time.
+# On v38's whole matrix, with --parallel 2, that limit still ended the run
+# 33 times (exit codes 124 and 137), with and without a third guest beside
+# the bench: each run is tried again, up to three times, as what one run
+# faulted in stays for the next; a cell after three failures is reported.
 drop_caches() {
+	local try rc
 	echo 3 > /proc/sys/vm/drop_caches
-	setsid -w timeout -k 10 300 fio --name=warm --filename=/dev/null \
-		--rw=write --bs=4k --size=64k --ioengine=psync > /tmp/warm.log 2>&1 ||
-		say "drop_caches: the warm-up fio exited $?: $(tail -c 300 /tmp/warm.log)"
+	for try in 1 2 3; do
+		setsid -w timeout -k 10 300 fio --name=warm --filename=/dev/null \
+			--rw=write --bs=4k --size=64k --ioengine=psync \
+			> /tmp/warm.log 2>&1 && return 0
+		rc=$?
+		say "drop_caches: warm-up fio try $try of 3 exited $rc: $(tail -c 300 /tmp/warm.log)"
+	done
+	say "drop_caches: no warm-up fio finished; the next cell may count fio's page faults over 9p"
+	return 0
 }
 
 # frag_on: fragment free memory (see guest/frag.c) until frag_off.  The
