@@ -20,7 +20,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               inline, quota, data-flush,
                               move-range, move-range-race,
                               thp-collapse, verity-collapse, zero-eio,
-                              read-eio,
+                              read-eio, verity-read-eio,
                               all)
 
 Every case writes through the page cache, checks what it reads back against
@@ -1521,51 +1521,70 @@ def case_read_eio(d):
     file's 64 KiB extents lie apart on disk (interleave()), so each is
     read by a bio of its own.  Needs the linear device mapper device named
     in EDGES_DM, as zero-eio does."""
-    name, lin = dm_linear("read-eio")
+    read_eio(d, "read-eio", False)
+
+
+def case_verity_read_eio(d):
+    """read-eio on an fs-verity file: the blocks of the bios that complete
+    are marked uptodate only once verified, and the hole once its zeroes
+    are, so the same reads must succeed and fail as on other files.  The
+    file is laid out and punched before FS_IOC_ENABLE_VERITY, which needs
+    no writer open."""
+    read_eio(d, "verity-read-eio", True)
+
+
+def read_eio(d, what, verity):
+    """case_read_eio() on a file named what, made an fs-verity file after
+    its layout if verity."""
+    name, lin = dm_linear(what)
     table = " ".join(lin)
     iostat_enable(d)
-    f, _ = gc_victim_cached(d, "read-eio", 2 * MIB, 150)
+    f, _ = gc_victim_cached(d, what, 2 * MIB, 150)
     # extents [292, 304) (a hole before it) and [304, 320)
     hole, bad, good = 288, 300, 304
     f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, hole * 4096, 16 * KIB)
     phys = phys_blocks(f.path)
     if phys[good] == phys[good - 1] + 1:
-        raise Mismatch(f"read-eio: blocks {good - 1} and {good} are "
+        raise Mismatch(f"{what}: blocks {good - 1} and {good} are "
                        "adjacent on disk: one bio could read both")
+    if verity:
+        f.close()
+        enable_verity(f.path)
+        f.fd = os.open(f.path, os.O_RDONLY)
     drop_caches()
     fd = os.open(f.path, os.O_RDONLY)       # a new readahead state
     try:
-        if read_stream(f, fd, "read-eio: streamed"):
-            raise Mismatch("read-eio: a read failed before any error")
+        if read_stream(f, fd, f"{what}: streamed"):
+            raise Mismatch(f"{what}: a read failed before any error")
     finally:
         os.close(fd)
     order = folio_order_at(f.fd, bad)
     if os.environ.get("EDGES_FOLIOS") == "large" and \
             len({hole >> order, bad >> order, good >> order}) > 1:
-        raise Mismatch(f"read-eio: streaming caches block {bad} in a folio "
+        raise Mismatch(f"{what}: streaming caches block {bad} in a folio "
                        f"of order {order}, without block {hole} or {good}: "
                        "want one folio over the hole and both extents")
     drop_caches()
     try:
-        dm_error_at(name, lin, phys[bad], "read-eio")
-        what = f"read-eio: streamed with block {bad} unreadable"
+        dm_error_at(name, lin, phys[bad], what)
+        how = f"{what}: streamed with block {bad} unreadable"
         fd = os.open(f.path, os.O_RDONLY)
         try:
             # Up to the hole, whose folio readahead has read by then (or
             # the read of the hole does): the hole is read first, before
             # any read of the bad block reads the folio again.
-            failed = read_stream(f, fd, what, 0, hole * 4096)
-            read_block(f, fd, hole, f"{what}: block {hole}, a hole, first")
-            failed += read_stream(f, fd, what, hole * 4096)
+            failed = read_stream(f, fd, how, 0, hole * 4096)
+            read_block(f, fd, hole, f"{how}: block {hole}, a hole, first")
+            failed += read_stream(f, fd, how, hole * 4096)
         finally:
             os.close(fd)
         lo, hi = (good - 16) * 4096, good * 4096
         if not any(a <= bad * 4096 < b for a, b in failed):
-            raise Mismatch(f"read-eio: block {bad} read without error: "
-                           f"the error target did not fail it")
+            raise Mismatch(f"{what}: block {bad} read without error: "
+                           "the error target did not fail it")
         out = [(a, b) for a, b in failed if a < lo or b > hi]
         if out:
-            raise Mismatch(f"read-eio: reads of bytes {out} failed, outside "
+            raise Mismatch(f"{what}: reads of bytes {out} failed, outside "
                            f"the extent [{lo}, {hi}) of the unreadable "
                            f"block {bad}: a read error failed blocks read "
                            "by other bios")
@@ -1573,23 +1592,23 @@ def case_read_eio(d):
         # folio is uptodate, which it is not, as it holds block bad.
         before = iostat_bytes(d, "READ", "fs data")
         for b in (good, hole):
-            read_block(f, f.fd, b, f"read-eio: block {b}, read before, "
-                                   "again")
+            read_block(f, f.fd, b, f"{what}: block {b}, read before, "
+                                  "again")
         if iostat_bytes(d, "READ", "fs data") != before:
-            raise Mismatch(f"read-eio: blocks {good} and {hole}, read "
+            raise Mismatch(f"{what}: blocks {good} and {hole}, read "
                            "already, were read from the disk again")
         resident = page_resident(f.fd, good)
         if os.environ.get("EDGES_FOLIOS") == "large" and resident:
-            raise Mismatch(f"read-eio: block {good} is in an uptodate "
+            raise Mismatch(f"{what}: block {good} is in an uptodate "
                            f"folio: not in one with block {bad}")
         want_eio(lambda: os.pread(f.fd, 4096, bad * 4096),
-                 f"read-eio: block {bad} read again")
+                 f"{what}: block {bad} read again")
     finally:
         dm_table(name, table)
     drop_caches()
-    f.verify_all("read-eio: the error target gone")
+    f.verify_all(f"{what}: the error target gone")
     f.close()
-    print(f"read-eio: with block {bad} unreadable, reads of {failed} failed "
+    print(f"{what}: with block {bad} unreadable, reads of {failed} failed "
           f"and blocks {good} and {hole} (a hole) read from the cache (folio "
           f"of order {order}, {'not ' if not resident else ''}uptodate)")
 
@@ -3802,6 +3821,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,
          "zero-eio": case_zero_eio, "read-eio": case_read_eio,
+         "verity-read-eio": case_verity_read_eio,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,
