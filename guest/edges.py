@@ -20,7 +20,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               inline, quota, data-flush,
                               move-range, move-range-race,
                               thp-collapse, verity-collapse, zero-eio,
-                              read-eio, verity-read-eio,
+                              read-eio, verity-read-eio, gc-eio,
                               all)
 
 Every case writes through the page cache, checks what it reads back against
@@ -1611,6 +1611,83 @@ def read_eio(d, what, verity):
     print(f"{what}: with block {bad} unreadable, reads of {failed} failed "
           f"and blocks {good} and {hole} (a hole) read from the cache (folio "
           f"of order {order}, {'not ' if not resident else ''}uptodate)")
+
+
+def case_gc_eio(d):
+    """GC of the segment holding a block made unreadable (device mapper's
+    error target) of a plain file cached in a large folio that the failed
+    read left not uptodate: every other valid block of the segment must
+    move, as with order-0 folios, those of the bad block's folio too (GC
+    reads the block it moves alone, not the whole folio, whose read fails
+    again).  Foreground GC writes them from the folio at once; background
+    GC marks them dirty in it, and writeback, of a folio not uptodate,
+    moves them.  The file's 64 KiB extents lie apart on disk
+    (interleave()), so the folio is read by several bios.  Needs the
+    linear device mapper device named in EDGES_DM, as zero-eio does."""
+    name, lin = dm_linear("gc-eio")
+    print("; ".join(gc_eio(d, name, lin, sync) for sync in (1, 0)))
+
+
+def gc_eio(d, name, lin, sync):
+    """case_gc_eio() with foreground (sync=1) or background GC; return a
+    line saying what moved."""
+    what = f"gc-eio sync={sync}"
+    table = " ".join(lin)
+    f, _ = gc_victim_cached(d, f"gc-eio-{sync}", 2 * MIB, 160 + sync)
+    bad, good = 300, 304                # extents [288, 304) and [304, 320)
+    fd = os.open(f.path, os.O_RDONLY)   # a new readahead state
+    try:
+        if read_stream(f, fd, f"{what}: streamed"):
+            raise Mismatch(f"{what}: a read failed before any error")
+    finally:
+        os.close(fd)
+    order = folio_order_at(f.fd, bad)
+    if os.environ.get("EDGES_FOLIOS") == "large" and \
+            bad >> order != good >> order:
+        raise Mismatch(f"{what}: streaming caches block {bad} in a folio "
+                       f"of order {order}, without block {good}: want one "
+                       "folio over two extents")
+    drop_caches()
+    phys = phys_blocks(f.path)
+    seg = phys[bad] // 512
+    victims = sorted(b for b, p in phys.items() if p // 512 == seg)
+    try:
+        dm_error_at(name, lin, phys[bad], what)
+        fd = os.open(f.path, os.O_RDONLY)
+        try:
+            failed = read_stream(f, fd, f"{what}: streamed with block {bad} "
+                                 "unreadable")
+        finally:
+            os.close(fd)
+        if not any(a <= bad * 4096 < b for a, b in failed):
+            raise Mismatch(f"{what}: block {bad} read without error: the "
+                           "error target did not fail it")
+        resident = page_resident(f.fd, good)
+        if os.environ.get("EDGES_FOLIOS") == "large" and resident:
+            raise Mismatch(f"{what}: block {good} is in an uptodate folio: "
+                           f"not in one with block {bad}")
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                        struct.pack("<IxxxxQQ", sync, seg * 512, 511))
+            gc = "done"
+        except OSError as e:            # the bad block stays: not freed
+            gc = e.strerror
+        os.fsync(f.fd)                  # background GC's dirty blocks
+        after = phys_blocks(f.path)
+        stayed = [b for b in victims if after[b] == phys[b]]
+        if stayed != [bad]:
+            raise Mismatch(f"{what}: GC of segment {seg} ({gc}) "
+                           f"left blocks {stayed} of the file's {victims[0]}"
+                           f"..{victims[-1]} there, want only the "
+                           f"unreadable block {bad}")
+    finally:
+        dm_table(name, table)
+    drop_caches()
+    f.verify_all(f"{what}: the error target gone")
+    f.close()
+    return (f"{what}: GC of segment {seg} ({gc}) moved {len(victims) - 1} "
+            f"blocks of the file and left the unreadable one (folio of "
+            f"order {order}, {'not ' if not resident else ''}uptodate)")
 
 
 MADV_COLLAPSE = 25
@@ -3822,6 +3899,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "verity-collapse": case_verity_collapse,
          "zero-eio": case_zero_eio, "read-eio": case_read_eio,
          "verity-read-eio": case_verity_read_eio,
+         "gc-eio": case_gc_eio,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

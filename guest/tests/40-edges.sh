@@ -23,7 +23,7 @@
 # range, MADV_COLLAPSE into PMD-sized folios (plain, atomic, fs-verity,
 # encrypted), a truncate into a large folio with a read error on another
 # of its blocks, a read error failing only the blocks of its bio (plain,
-# encrypted, fs-verity), blocks
+# encrypted, fs-verity) and keeping GC from moving only its block, blocks
 # moved between cached files (F2FS_IOC_MOVE_RANGE),
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, a truncate and reads inside the
@@ -162,7 +162,8 @@ done
 # by edges.py into a linear device over $DEV): zeroing the block at a new
 # EOF reads that block only (zero-eio); the error fails the reads of the
 # blocks in its bio only, also in a large folio read by several bios
-# (read-eio, plain, encrypted and fs-verity).
+# (read-eio, plain, encrypted and fs-verity); GC moves the other blocks of
+# a folio that error left not uptodate (gc-eio).
 # (No udev in the guest: dmsetup neither waits for it nor makes
 # /dev/mapper nodes; devtmpfs makes /dev/dm-N.)
 # eio_one NAME FS OPTS VARIANT CASES [POLICY]: edges_one on the device.
@@ -178,7 +179,7 @@ eio_one() {
 		result FAIL "$1-remove" "dmsetup remove failed"
 }
 for v in $(special_variants); do
-	eio_one "edges-f2fs-eio-$v" f2fs "" $v "zero-eio read-eio"
+	eio_one "edges-f2fs-eio-$v" f2fs "" $v "zero-eio read-eio gc-eio"
 	eio_one "edges-f2fs-crypt-eio-$v" f2fs-crypt inlinecrypt $v read-eio \
 		v2-iv32
 	eio_one "edges-f2fs-verity-eio-$v" f2fs-verity "" $v verity-read-eio
