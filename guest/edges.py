@@ -1616,14 +1616,16 @@ def read_eio(d, what, verity):
 def case_gc_eio(d):
     """GC of the segment holding a block made unreadable (device mapper's
     error target) of a plain file cached in a large folio that the failed
-    read left not uptodate: every other valid block of the segment must
-    move, as with order-0 folios, those of the bad block's folio too (GC
+    read left not uptodate: every other block of the file in the segment
+    must move, as with order-0 folios, those of the bad block's folio too (GC
     reads the block it moves alone, not the whole folio, whose read fails
     again).  Foreground GC writes them from the folio at once; background
     GC marks them dirty in it, and writeback, of a folio not uptodate,
     moves them.  The file's 64 KiB extents lie apart on disk
     (interleave()), so the folio is read by several bios.  Needs the
-    linear device mapper device named in EDGES_DM, as zero-eio does."""
+    linear device mapper device named in EDGES_DM, as zero-eio does, and
+    no background GC thread (background_gc=off), which would move the
+    blocks first, or take GC's lock from the background GC asked for."""
     name, lin = dm_linear("gc-eio")
     print("; ".join(gc_eio(d, name, lin, sync) for sync in (1, 0)))
 
@@ -1635,6 +1637,11 @@ def gc_eio(d, name, lin, sync):
     table = " ".join(lin)
     f, _ = gc_victim_cached(d, f"gc-eio-{sync}", 2 * MIB, 160 + sync)
     bad, good = 300, 304                # extents [288, 304) and [304, 320)
+    phys = phys_blocks(f.path)
+    if phys[good] == phys[good - 1] + 1:
+        raise Mismatch(f"{what}: blocks {good - 1} and {good} are adjacent "
+                       "on disk: one bio could read both")
+    drop_caches()                       # gc_victim_cached() read it whole
     fd = os.open(f.path, os.O_RDONLY)   # a new readahead state
     try:
         if read_stream(f, fd, f"{what}: streamed"):
@@ -1648,9 +1655,12 @@ def gc_eio(d, name, lin, sync):
                        f"of order {order}, without block {good}: want one "
                        "folio over two extents")
     drop_caches()
-    phys = phys_blocks(f.path)
-    seg = phys[bad] // 512
+    seg = phys[bad] // 512              # 2 MiB segments from disk block 0
     victims = sorted(b for b, p in phys.items() if p // 512 == seg)
+    if os.environ.get("EDGES_FOLIOS") == "large" and not any(
+            b != bad and b >> order == bad >> order for b in victims):
+        raise Mismatch(f"{what}: no other block of block {bad}'s folio is "
+                       f"in its segment")
     try:
         dm_error_at(name, lin, phys[bad], what)
         fd = os.open(f.path, os.O_RDONLY)
@@ -1670,24 +1680,40 @@ def gc_eio(d, name, lin, sync):
             fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
                         struct.pack("<IxxxxQQ", sync, seg * 512, 511))
             gc = "done"
-        except OSError as e:            # the bad block stays: not freed
+        except OSError as e:
+            # foreground GC: the bad block stays, the segment is not freed
+            if not sync or e.errno != errno.EAGAIN:
+                raise Mismatch(f"{what}: F2FS_IOC_GARBAGE_COLLECT_RANGE: "
+                               f"{e.strerror}") from e
             gc = e.strerror
-        os.fsync(f.fd)                  # background GC's dirty blocks
+        if not sync:
+            # background GC only marks the blocks dirty in the cache
+            moved = [b for b, p in phys_blocks(f.path).items()
+                     if p != phys[b]]
+            if moved:
+                raise Mismatch(f"{what}: blocks {moved} moved before "
+                               "writeback: foreground GC, not background")
+            try:
+                os.fsync(f.fd)
+            except OSError as e:
+                raise Mismatch(f"{what}: fsync after GC: {e.strerror}") \
+                    from e
         after = phys_blocks(f.path)
         stayed = [b for b in victims if after[b] == phys[b]]
         if stayed != [bad]:
-            raise Mismatch(f"{what}: GC of segment {seg} ({gc}) "
-                           f"left blocks {stayed} of the file's {victims[0]}"
-                           f"..{victims[-1]} there, want only the "
+            raise Mismatch(f"{what}: GC of the segment at disk block "
+                           f"{seg * 512} ({gc}) left blocks {stayed} of the "
+                           f"file's {len(victims)} there, want only the "
                            f"unreadable block {bad}")
     finally:
         dm_table(name, table)
     drop_caches()
     f.verify_all(f"{what}: the error target gone")
     f.close()
-    return (f"{what}: GC of segment {seg} ({gc}) moved {len(victims) - 1} "
-            f"blocks of the file and left the unreadable one (folio of "
-            f"order {order}, {'not ' if not resident else ''}uptodate)")
+    return (f"{what}: GC of the segment at disk block {seg * 512} ({gc}) "
+            f"moved {len(victims) - 1} blocks of the file and left the "
+            f"unreadable one (folio of order {order}, "
+            f"{'not ' if not resident else ''}uptodate)")
 
 
 MADV_COLLAPSE = 25
