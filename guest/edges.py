@@ -1533,6 +1533,36 @@ def case_verity_read_eio(d):
     read_eio(d, "verity-read-eio", True)
 
 
+def apart_on_disk(f, what, good):
+    """f's {file block: disk block}, after checking that blocks good - 1
+    and good lie apart on disk, so that no bio reads both."""
+    phys = phys_blocks(f.path)
+    if phys[good] == phys[good - 1] + 1:
+        raise Mismatch(f"{what}: blocks {good - 1} and {good} are "
+                       "adjacent on disk: one bio could read both")
+    return phys
+
+
+def streamed_order(f, what, bad, others):
+    """Drop the caches and stream f through a new fd (a new readahead
+    state), every byte checked; return the order of the folio that caches
+    block bad, which with large folios must cache blocks others too."""
+    drop_caches()
+    fd = os.open(f.path, os.O_RDONLY)
+    try:
+        if read_stream(f, fd, f"{what}: streamed"):
+            raise Mismatch(f"{what}: a read failed before any error")
+    finally:
+        os.close(fd)
+    order = folio_order_at(f.fd, bad)
+    if os.environ.get("EDGES_FOLIOS") == "large" and \
+            any(b >> order != bad >> order for b in others):
+        raise Mismatch(f"{what}: streaming caches block {bad} in a folio "
+                       f"of order {order}, not with blocks {others}: want "
+                       "one folio over them")
+    return order
+
+
 def read_eio(d, what, verity):
     """case_read_eio() on a file named what, made an fs-verity file after
     its layout if verity."""
@@ -1543,27 +1573,12 @@ def read_eio(d, what, verity):
     # extents [292, 304) (a hole before it) and [304, 320)
     hole, bad, good = 288, 300, 304
     f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, hole * 4096, 16 * KIB)
-    phys = phys_blocks(f.path)
-    if phys[good] == phys[good - 1] + 1:
-        raise Mismatch(f"{what}: blocks {good - 1} and {good} are "
-                       "adjacent on disk: one bio could read both")
+    phys = apart_on_disk(f, what, good)
     if verity:
         f.close()
         enable_verity(f.path)
         f.fd = os.open(f.path, os.O_RDONLY)
-    drop_caches()
-    fd = os.open(f.path, os.O_RDONLY)       # a new readahead state
-    try:
-        if read_stream(f, fd, f"{what}: streamed"):
-            raise Mismatch(f"{what}: a read failed before any error")
-    finally:
-        os.close(fd)
-    order = folio_order_at(f.fd, bad)
-    if os.environ.get("EDGES_FOLIOS") == "large" and \
-            len({hole >> order, bad >> order, good >> order}) > 1:
-        raise Mismatch(f"{what}: streaming caches block {bad} in a folio "
-                       f"of order {order}, without block {hole} or {good}: "
-                       "want one folio over the hole and both extents")
+    order = streamed_order(f, what, bad, [hole, good])
     drop_caches()
     try:
         dm_error_at(name, lin, phys[bad], what)
@@ -1637,23 +1652,9 @@ def gc_eio(d, name, lin, sync):
     table = " ".join(lin)
     f, _ = gc_victim_cached(d, f"gc-eio-{sync}", 2 * MIB, 160 + sync)
     bad, good = 300, 304                # extents [288, 304) and [304, 320)
-    phys = phys_blocks(f.path)
-    if phys[good] == phys[good - 1] + 1:
-        raise Mismatch(f"{what}: blocks {good - 1} and {good} are adjacent "
-                       "on disk: one bio could read both")
-    drop_caches()                       # gc_victim_cached() read it whole
-    fd = os.open(f.path, os.O_RDONLY)   # a new readahead state
-    try:
-        if read_stream(f, fd, f"{what}: streamed"):
-            raise Mismatch(f"{what}: a read failed before any error")
-    finally:
-        os.close(fd)
-    order = folio_order_at(f.fd, bad)
-    if os.environ.get("EDGES_FOLIOS") == "large" and \
-            bad >> order != good >> order:
-        raise Mismatch(f"{what}: streaming caches block {bad} in a folio "
-                       f"of order {order}, without block {good}: want one "
-                       "folio over two extents")
+    phys = apart_on_disk(f, what, good)
+    # not gc_victim_cached()'s folios: it read the file in one 2 MiB read
+    order = streamed_order(f, what, bad, [good])
     drop_caches()
     seg = phys[bad] // 512              # 2 MiB segments from disk block 0
     victims = sorted(b for b, p in phys.items() if p // 512 == seg)
