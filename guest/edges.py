@@ -510,9 +510,10 @@ TRACE = "/sys/kernel/tracing"
 
 
 def write_bios(dev, fn):
-    """fn()'s result, and the sizes in 4 KiB blocks of the write bios
-    queued to dev while it ran (the block_bio_queue tracepoint: the test
-    kernel has it, the bench kernel has no tracing)."""
+    """fn()'s result, and the write bios queued to dev while it ran, each
+    as (first 4 KiB block, number of blocks) (the block_bio_queue
+    tracepoint: the test kernel has it, the bench kernel has no
+    tracing)."""
     if not os.path.isdir(f"{TRACE}/events"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACE],
                        capture_output=True)
@@ -540,14 +541,14 @@ def write_bios(dev, fn):
         with open(stats) as t:
             if re.search(r"^overrun: [1-9]", t.read(), re.M):
                 raise Mismatch("the trace buffer overran: bios lost")
-    sizes = []
+    bios = []
     with open(f"{TRACE}/trace") as t:
-        for m in re.finditer(r"block_bio_queue: (\d+,\d+) (\S+) \d+ \+ "
+        for m in re.finditer(r"block_bio_queue: (\d+,\d+) (\S+) (\d+) \+ "
                              r"(\d+)", t.read()):
-            if m.group(1) == want and "W" in m.group(2) and int(m.group(3)):
-                sizes.append(int(m.group(3)) // 8)
+            if m.group(1) == want and "W" in m.group(2) and int(m.group(4)):
+                bios.append((int(m.group(3)) // 8, int(m.group(4)) // 8))
     put("trace", "")
-    return out, sizes
+    return out, bios
 
 
 def case_gc_bios(d):
@@ -559,8 +560,8 @@ def case_gc_bios(d):
     f = File(os.path.join(d, "gc-bios"))
     interleave(f, File(os.path.join(d, "gc-bios-filler")), 8 * MIB, 140)
     lf = large_folios(f.path, "gc-bios: the file cached before GC")
-    what, sizes = write_bios(mount_source(d), lambda: gc_file(f, 1))
-    ios, blocks = len(sizes), sum(sizes)
+    what, bios = write_bios(mount_source(d), lambda: gc_file(f, 1))
+    ios, blocks = len(bios), sum(n for _, n in bios)
     # GC refuses a segment a log is writing into, which may hold some of
     # the file on a filesystem that other cases used before
     if blocks < 4 * MIB // 4096:
@@ -1715,6 +1716,100 @@ def gc_eio(d, name, lin, sync):
             f"moved {len(victims) - 1} blocks of the file and left the "
             f"unreadable one (folio of order {order}, "
             f"{'not ' if not resident else ''}uptodate)")
+
+
+def case_atomic_read_eio(d):
+    """A read error under an atomic file's transaction fails the reads of
+    the unreadable block and no others, whether the block is a copy the
+    transaction staged in the COW inode or the file's own block.  Reads of
+    an atomic file bypass readahead and fill order-0 folios, but a write
+    during the transaction leaves a large folio, here one of 64 blocks
+    that a short copy left not uptodate past its first block;
+    ->read_folio() reads it a block per bio, each from its source, and
+    must keep every block that read, those of later batches of its reads
+    too.  A partial write into the unreadable block fails with EIO and
+    changes nothing; with the error target gone, reads show the
+    transaction's data, and the commit shows every write.  The staged
+    copy's disk block is the one write bio of the writeback that stages it
+    (block_bio_queue).  Needs the linear device mapper device named in
+    EDGES_DM, as zero-eio does."""
+    what = "atomic-read-eio"
+    name, lin = dm_linear(what)
+    table = " ".join(lin)
+    iostat_enable(d)
+    f = File(os.path.join(d, what))
+    f.write(0, pattern(170, 2 * MIB))
+    os.fsync(f.fd)
+    # the short copy's folio: blocks [256, 320); ->read_folio() reads its
+    # blocks 32 at a time, block 260 in the first batch, 300 in the second
+    first, staged, own = 256, 260, 300
+    phys = phys_blocks(f.path)
+    start_atomic(f, False)
+    os.sync()                       # the staged block's the only write
+    f.write(staged * 4096, pattern(171, 4096))
+    _, bios = write_bios(mount_source(d),
+                         lambda: write_back_and_drop(f, what))
+    if len(bios) != 1 or bios[0][1] != 1:
+        raise Mismatch(f"{what}: staging one block wrote bios {bios}, want "
+                       "one of one block")
+    cow = bios[0][0]
+    lines = []
+    for i, (blk, bad) in enumerate(((staged, cow), (own, phys[own]))):
+        other = own if blk == staged else staged
+        how = f"{what}: block {blk} ({'staged' if blk == staged else 'own'}"\
+              f", disk block {bad}) unreadable"
+        write_back_and_drop(f, how)
+        short_write(f, first * 4096, 256 * KIB, 4096, 172 + i, how)
+        try:
+            dm_error_at(name, lin, bad, how)
+            fd = os.open(f.path, os.O_RDONLY)
+            try:
+                failed = read_stream(f, fd, how)
+            finally:
+                os.close(fd)
+            if not any(a <= blk * 4096 < b for a, b in failed):
+                raise Mismatch(f"{how}: read without error: the error "
+                               "target did not fail it")
+            # The read that reads the short copy's folio, the first read
+            # in it, fails whichever of its blocks failed: the folio is not
+            # uptodate (filemap_read_folio()), as with iomap.
+            trigger = first * 4096 if os.environ.get("EDGES_FOLIOS") == \
+                "large" else -1
+            out = [(a, b) for a, b in failed
+                   if not a <= blk * 4096 < b and a != trigger]
+            if out:
+                raise Mismatch(f"{how}: reads of bytes {out} failed, not "
+                               f"covering block {blk}: blocks that read "
+                               "were not kept, or were not read")
+            # read by read_stream(), with the unreadable block or not
+            before = iostat_bytes(d, "READ", "fs data")
+            read_block(f, f.fd, other, f"{how}: block {other}, read again")
+            if iostat_bytes(d, "READ", "fs data") != before:
+                raise Mismatch(f"{how}: block {other}, read already, was "
+                               "read from the disk again")
+            want_eio(lambda: os.pread(f.fd, 4096, blk * 4096),
+                     f"{how}: block {blk} read again")
+            want_eio(lambda: os.pwrite(f.fd, b"z", blk * 4096 + 10),
+                     f"{how}: a one-byte write into block {blk}")
+        finally:
+            dm_table(name, table)
+        f.verify(f"{how}: the error target gone (cached)")
+        order = folio_order_at(f.fd, first)
+        if os.environ.get("EDGES_FOLIOS") == "large" and \
+                (staged >> order != first >> order or
+                 own >> order != first >> order):
+            raise Mismatch(f"{how}: the short copy's folio at block {first} "
+                           f"is of order {order}, want blocks {staged} and "
+                           f"{own} in it")
+        write_back_and_drop(f, how)
+        f.verify(f"{how}: the error target gone (from the disk)")
+        lines.append(f"reads of {failed} failed (folio of order {order})")
+    f.write(own * 4096 + 10, b"y")
+    fcntl.ioctl(f.fd, F2FS_IOC_COMMIT_ATOMIC_WRITE)
+    f.verify_all(f"{what}: committed")
+    f.close()
+    print(f"{what}: with the staged block {staged}, then the file's block "
+          f"{own} unreadable: {'; '.join(lines)}; committed")
 
 
 MADV_COLLAPSE = 25
@@ -3926,7 +4021,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "verity-collapse": case_verity_collapse,
          "zero-eio": case_zero_eio, "read-eio": case_read_eio,
          "verity-read-eio": case_verity_read_eio,
-         "gc-eio": case_gc_eio,
+         "gc-eio": case_gc_eio, "atomic-read-eio": case_atomic_read_eio,
          "pressure": case_pressure, "verity-gc": case_verity_gc,
          "verity-read": case_verity_read, "crypt-wrap": case_crypt_wrap,
          "crypt-gc": case_crypt_gc,

@@ -162,7 +162,9 @@ done
 # by edges.py into a linear device over $DEV): zeroing the block at a new
 # EOF reads that block only (zero-eio); the error fails the reads of the
 # blocks in its bio only, also in a large folio read by several bios
-# (read-eio, plain, encrypted and fs-verity); GC moves the other blocks of
+# (read-eio, plain, encrypted and fs-verity), also under an atomic
+# write, on a staged block and on one of the file's own (atomic-read-eio,
+# plain and encrypted); GC moves the other blocks of
 # a folio that error left not uptodate (gc-eio).  Without the background
 # GC thread, which could move the file's blocks between the cases' look
 # at where they are and the error target's load.
@@ -182,9 +184,9 @@ eio_one() {
 }
 for v in $(special_variants); do
 	eio_one "edges-f2fs-eio-$v" f2fs background_gc=off $v \
-		"zero-eio read-eio gc-eio"
+		"zero-eio read-eio gc-eio atomic-read-eio"
 	eio_one "edges-f2fs-crypt-eio-$v" f2fs-crypt inlinecrypt,background_gc=off \
-		$v read-eio v2-iv32
+		$v "read-eio atomic-read-eio" v2-iv32
 	eio_one "edges-f2fs-verity-eio-$v" f2fs-verity background_gc=off $v \
 		verity-read-eio
 done
