@@ -1771,8 +1771,9 @@ def case_atomic_read_eio(d):
                 raise Mismatch(f"{how}: read without error: the error "
                                "target did not fail it")
             # The read that reads the short copy's folio, the first read
-            # in it, fails whichever of its blocks failed: the folio is not
-            # uptodate (filemap_read_folio()), as with iomap.
+            # in it, fails whichever of its blocks failed: ->read_folio()
+            # returns -EIO, which filemap_read_folio() passes on (iomap's
+            # returns 0 and the folio, not uptodate, gives -EIO there).
             trigger = first * 4096 if os.environ.get("EDGES_FOLIOS") == \
                 "large" else -1
             out = [(a, b) for a, b in failed
