@@ -69,6 +69,9 @@ biohist_on() {
 	[ -d $TRACE/events ] || mount -t tracefs nodev $TRACE 2>/dev/null
 	[ -e $TRACE/events/block/block_bio_queue/enable ] || return 0
 	echo 0 > $TRACE/tracing_on
+	# no task names: enabling the event would patch sched_wakeup's
+	# static keys too, under timer interrupts (edges.py write_bios())
+	echo 0 > $TRACE/options/record-cmd
 	echo 16384 > $TRACE/buffer_size_kb
 	echo > $TRACE/trace
 	echo 1 > $TRACE/events/block/block_bio_queue/enable
