@@ -1766,6 +1766,7 @@ def case_atomic_read_eio(d):
     # the short copy's folio: blocks [256, 320); ->read_folio() reads its
     # blocks 32 at a time, block 260 in the first batch, 300 in the second
     first, staged, own = 256, 260, 300
+    large = os.environ.get("EDGES_FOLIOS") == "large"
     phys = phys_blocks(f.path)
     start_atomic(f, False)
     os.sync()                       # the staged block's the only write
@@ -1777,10 +1778,9 @@ def case_atomic_read_eio(d):
                        "one of one block")
     cow = bios[0][0]
     lines = []
-    for i, (blk, bad) in enumerate(((staged, cow), (own, phys[own]))):
-        other = own if blk == staged else staged
-        how = f"{what}: block {blk} ({'staged' if blk == staged else 'own'}"\
-              f", disk block {bad}) unreadable"
+    for i, (blk, kind, bad, other) in enumerate(
+            ((staged, "staged", cow, own), (own, "own", phys[own], staged))):
+        how = f"{what}: block {blk} ({kind}, disk block {bad}) unreadable"
         write_back_and_drop(f, how)
         short_write(f, first * 4096, 256 * KIB, 4096, 172 + i, how)
         try:
@@ -1790,8 +1790,7 @@ def case_atomic_read_eio(d):
             # in it, fails whichever of its blocks failed: ->read_folio()
             # returns -EIO, which filemap_read_folio() passes on (iomap's
             # returns 0 and the folio, not uptodate, gives -EIO there).
-            trigger = first * 4096 if os.environ.get("EDGES_FOLIOS") == \
-                "large" else -1
+            trigger = first * 4096 if large else -1
             out = [(a, b) for a, b in failed
                    if not a <= blk * 4096 < b and a != trigger]
             if out:
@@ -1808,9 +1807,8 @@ def case_atomic_read_eio(d):
             dm_table(name, table)
         f.verify(f"{how}: the error target gone (cached)")
         order = folio_order_at(f.fd, first)
-        if os.environ.get("EDGES_FOLIOS") == "large" and \
-                (staged >> order != first >> order or
-                 own >> order != first >> order):
+        if large and any(b >> order != first >> order
+                         for b in (staged, own)):
             raise Mismatch(f"{how}: the short copy's folio at block {first} "
                            f"is of order {order}, want blocks {staged} and "
                            f"{own} in it")
