@@ -29,6 +29,7 @@ folios and what reached the disk are verified.  Exit 0 when all pass; on a
 mismatch print the case, the offset and the expected and found bytes, and
 exit 1.
 """
+import collections
 import ctypes
 import errno
 import fcntl
@@ -509,11 +510,11 @@ def gc_file(f, sync):
 TRACE = "/sys/kernel/tracing"
 
 
-def write_bios(dev, fn):
-    """fn()'s result, and the write bios queued to dev while it ran, each
-    as (first 4 KiB block, number of blocks) (the block_bio_queue
-    tracepoint: the test kernel has it, the bench kernel has no
-    tracing)."""
+def queued_bios(dev, fn, op="W"):
+    """fn()'s result, and the bios of op ("W" writes, "R" reads) queued to
+    dev while it ran, each as (first 4 KiB block, number of blocks) (the
+    block_bio_queue tracepoint: the test kernel has it, the bench kernel
+    has no tracing)."""
     if not os.path.isdir(f"{TRACE}/events"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACE],
                        capture_output=True)
@@ -552,7 +553,7 @@ def write_bios(dev, fn):
     with open(f"{TRACE}/trace") as t:
         for m in re.finditer(r"block_bio_queue: (\d+,\d+) (\S+) (\d+) \+ "
                              r"(\d+)", t.read()):
-            if m.group(1) == want and "W" in m.group(2) and int(m.group(4)):
+            if m.group(1) == want and op in m.group(2) and int(m.group(4)):
                 bios.append((int(m.group(3)) // 8, int(m.group(4)) // 8))
     put("trace", "")
     return out, bios
@@ -567,7 +568,7 @@ def case_gc_bios(d):
     f = File(os.path.join(d, "gc-bios"))
     interleave(f, File(os.path.join(d, "gc-bios-filler")), 8 * MIB, 140)
     lf = large_folios(f.path, "gc-bios: the file cached before GC")
-    what, bios = write_bios(mount_source(d), lambda: gc_file(f, 1))
+    what, bios = queued_bios(mount_source(d), lambda: gc_file(f, 1))
     ios, blocks = len(bios), sum(n for _, n in bios)
     # GC refuses a segment a log is writing into, which may hold some of
     # the file on a filesystem that other cases used before
@@ -590,7 +591,7 @@ def large_folios(path, what, rng=()):
     range (offset, length) if given), checked against what the variant
     under test gives (EDGES_FOLIOS: large or small; unchecked when
     unset)."""
-    return want_folios(folio_counts(path, rng)[1], what)
+    return want_folios(folio_stat(path, rng).large, what)
 
 
 def want_folios(lf, what):
@@ -640,9 +641,7 @@ def case_gc_mapped(d):
     verity-gc cover them)."""
     size = 2 * MIB
     f, lf = gc_victim_cached(d, "gc-mapped", size, 170)
-    out = run(["folio-stat", f.path]).stdout
-    orders = {int(o): int(n) for o, n in
-              re.findall(r"order (\d+) folios (\d+)", out)}
+    orders = folio_stat(f.path).orders
     iostat_enable(d)
     m = mmap.mmap(f.fd, size)
 
@@ -1224,7 +1223,7 @@ def mkwrite_gc(d):
     drop_caches()
     f.verify("sparse file")                             # cached by readahead
     # readahead's first folios are small, the second 2 MiB's are large
-    resident, lf = folio_counts(f.path, (base, base))
+    resident, lf, _, _ = folio_stat(f.path, (base, base))
     want_folios(lf if lf == resident == base // 4096 else 0,
                 "the second 2 MiB")
     store = base + 4096 + 5
@@ -1284,8 +1283,7 @@ def case_mmap_whole(d):
     Unaligned, a folio across a boundary took a fault per page.  f2fs
     counts a page of mapped I/O per write fault (iostat_info)."""
     f, lf = cached_file(d, "mmap-whole", 110)
-    out = run(["folio-stat", f.path]).stdout
-    folios = sum(int(n) for n in re.findall(r"order \d+ folios (\d+)", out))
+    folios = sum(folio_stat(f.path).orders.values())
     iostat_enable(d)
     before = iostat_mapped(d)
     m = mmap.mmap(f.fd, 4 * MIB)
@@ -1399,7 +1397,7 @@ def case_short_write_eof(d):
     os.fsync(f.fd)
     copied = 12 * KIB
     short_write(f, MIB, MIB, copied, 191, "short-write-eof")
-    lf = folio_counts(f.path)[1]
+    lf = folio_stat(f.path).large
     st = os.fstat(f.fd)
     want = (4096 + copied) // 4096
     blocks = st.st_blocks * 512 // 4096
@@ -1701,16 +1699,31 @@ def gc_eio(d, name, lin, sync):
         if os.environ.get("EDGES_FOLIOS") == "large" and resident:
             raise Mismatch(f"{what}: block {good} is in an uptodate folio: "
                            f"not in one with block {bad}")
-        try:
-            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
-                        struct.pack("<IxxxxQQ", sync, seg * 512, 511))
-            gc = "done"
-        except OSError as e:
-            # foreground GC: the bad block stays, the segment is not freed
-            if not sync or e.errno != errno.EAGAIN:
-                raise Mismatch(f"{what}: F2FS_IOC_GARBAGE_COLLECT_RANGE: "
-                               f"{e.strerror}") from e
-            gc = e.strerror
+        def gc_range():
+            try:
+                fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                            struct.pack("<IxxxxQQ", sync, seg * 512, 511))
+                return "done"
+            except OSError as e:
+                # foreground GC: the bad block stays, the segment is not
+                # freed
+                if not sync or e.errno != errno.EAGAIN:
+                    raise Mismatch(f"{what}: F2FS_IOC_GARBAGE_COLLECT_"
+                                   f"RANGE: {e.strerror}") from e
+                return e.strerror
+        gc, reads = queued_bios(mount_source(d), gc_range, "R")
+        # Each pass of GC over the segment reads the bad block alone to
+        # move it, and before that, in its readahead phase, reads it once:
+        # alone too with order-0 folios, with the other blocks of the failed
+        # bio when it reads the large folio.  That phase must not read the
+        # folio again for each of its blocks in the segment.
+        alone = reads.count((phys[bad], 1))
+        longer = [b for b in reads if b[1] > 1 and b[0] <= phys[bad] < sum(b)]
+        if not alone or len(longer) > alone:
+            raise Mismatch(f"{what}: GC read the unreadable block alone "
+                           f"{alone} times, and in {len(longer)} longer reads "
+                           f"{longer[:3]}...: want at most one of these per "
+                           "read alone, the readahead of each pass")
         if not sync:
             # background GC only marks the blocks dirty in the cache
             moved = [b for b, p in phys_blocks(f.path).items()
@@ -1738,7 +1751,8 @@ def gc_eio(d, name, lin, sync):
     return (f"{what}: GC of the segment at disk block {seg * 512} ({gc}) "
             f"moved {len(victims) - 1} blocks of the file and left the "
             f"unreadable one (folio of order {order}, "
-            f"{'not ' if not resident else ''}uptodate)")
+            f"{'not ' if not resident else ''}uptodate), reading it "
+            f"{alone} times alone and {len(longer)} in longer reads")
 
 
 def case_atomic_read_eio(d):
@@ -1771,7 +1785,7 @@ def case_atomic_read_eio(d):
     start_atomic(f, False)
     os.sync()                       # the staged block's the only write
     f.write(staged * 4096, pattern(171, 4096))
-    _, bios = write_bios(mount_source(d),
+    _, bios = queued_bios(mount_source(d),
                          lambda: write_back_and_drop(f, what))
     if len(bios) != 1 or bios[0][1] != 1:
         raise Mismatch(f"{what}: staging one block wrote bios {bios}, want "
@@ -1956,20 +1970,11 @@ def write_back(f, wait_before=True):
                        f"{os.strerror(ctypes.get_errno())}")
 
 
-def resident_pages(path, what):
-    """The number of pages of path in the page cache (folio-stat)."""
-    out = run(["folio-stat", path]).stdout
-    m = re.search(r"resident (\d+) pages", out)
-    if not m:
-        raise Mismatch(f"{what}: folio-stat said: {out.strip()}")
-    return int(m.group(1))
-
-
 def write_back_and_drop(f, what):
     """write_back(), then drop f's clean cache (POSIX_FADV_DONTNEED)."""
     write_back(f)
     os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    n = resident_pages(f.path, what)
+    n = folio_stat(f.path).resident
     if n:
         raise Mismatch(f"{what}: the cache was not dropped: {n} pages "
                        "resident")
@@ -2301,7 +2306,7 @@ def case_atomic_grow(d):
         f.write(8 * KIB + 10, pattern(161, 1000))    # block 2, below EOF
         if state == "cached":
             write_back(f)
-            if not resident_pages(f.path, what):
+            if not folio_stat(f.path).resident:
                 raise Mismatch(f"{what}: not cached after the write-back")
         else:
             write_back_and_drop(f, what)
@@ -2498,7 +2503,7 @@ def pressure_child(path, cg):
     for i in range(PRESSURE_MIB):
         os.pwrite(fd, pattern(1000 + i, MIB), 513 + i * MIB)
         if i % 16 == 15:
-            lf = max(lf, folio_counts(path)[1])
+            lf = max(lf, folio_stat(path).large)
             os.fsync(fd)
     for i in range(0, PRESSURE_MIB, 7):
         os.pwrite(fd, pattern(2000 + i, 5000), 513 + i * MIB + 20000)
@@ -2728,15 +2733,6 @@ def case_dirty_count(d):
           f"({lf} pages in large folios)")
 
 
-def dirty_pages(path):
-    """The pages of path's page cache in dirty folios (folio-stat)."""
-    out = run(["folio-stat", path]).stdout
-    m = re.search(r"^dirty (\d+) pages", out, re.M)
-    if not m:
-        raise Mismatch(f"folio-stat {path}: no dirty count in {out!r}")
-    return int(m.group(1))
-
-
 def case_dirty_none(d):
     """A large folio whose only dirty block is punched out, or written by
     foreground GC, is clean after it.  f2fs counts the dirty blocks of a
@@ -2754,9 +2750,9 @@ def case_dirty_none(d):
             f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, off, 4096)
         else:
             gc = gc_file(f, 1)
-        before = dirty_pages(f.path)
+        before = folio_stat(f.path).dirty
         write_back(f, wait_before=False)
-        n = dirty_pages(f.path)
+        n = folio_stat(f.path).dirty
         if n:
             raise Mismatch(f"the only dirty block of a cached folio {how} "
                            f"({lf} pages in large folios): {before} pages "
@@ -3352,20 +3348,29 @@ def case_extent(d):
           "inode loaded again")
 
 
-def folio_counts(path, rng=()):
-    """(pages of path cached, of those in large folios): folio-stat, over
-    the range (offset, length) if given."""
+FolioStat = collections.namedtuple("FolioStat",
+                                   "resident large dirty orders")
+
+
+def folio_stat(path, rng=()):
+    """folio-stat's counts for path's page cache, over the range (offset,
+    length) if given: pages cached (resident), of those in large folios
+    (large) and in dirty folios (dirty), and the number of folios of each
+    order ({order: folios})."""
     out = run(["folio-stat", path] + [str(x) for x in rng]).stdout
     m = re.search(r"resident (\d+) pages, in large folios (\d+) pages", out)
-    if not m:
-        raise Mismatch(f"folio-stat {path}: no summary in {out!r}")
-    return int(m.group(1)), int(m.group(2))
+    dirty = re.search(r"^dirty (\d+) pages", out, re.M)
+    if not m or not dirty:
+        raise Mismatch(f"folio-stat {path}: no counts in {out!r}")
+    return FolioStat(int(m.group(1)), int(m.group(2)), int(dirty.group(1)),
+                     {int(o): int(n) for o, n in
+                      re.findall(r"order (\d+) folios (\d+)", out)})
 
 
 def order0_folios(path, what):
     """path must be cached (else the check proves nothing), and only in
     order-0 folios, whatever the variant under test."""
-    resident, lf = folio_counts(path)
+    resident, lf, _, _ = folio_stat(path)
     if not resident:
         raise Mismatch(f"{what}: nothing cached to check the folios of")
     if lf:
