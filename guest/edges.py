@@ -1223,7 +1223,8 @@ def mkwrite_gc(d):
     drop_caches()
     f.verify("sparse file")                             # cached by readahead
     # readahead's first folios are small, the second 2 MiB's are large
-    resident, lf, _, _ = folio_stat(f.path, (base, base))
+    counts = folio_stat(f.path, (base, base))
+    resident, lf = counts.resident, counts.large
     want_folios(lf if lf == resident == base // 4096 else 0,
                 "the second 2 MiB")
     store = base + 4096 + 5
@@ -1786,7 +1787,7 @@ def case_atomic_read_eio(d):
     os.sync()                       # the staged block's the only write
     f.write(staged * 4096, pattern(171, 4096))
     _, bios = queued_bios(mount_source(d),
-                         lambda: write_back_and_drop(f, what))
+                          lambda: write_back_and_drop(f, what))
     if len(bios) != 1 or bios[0][1] != 1:
         raise Mismatch(f"{what}: staging one block wrote bios {bios}, want "
                        "one of one block")
@@ -3370,7 +3371,8 @@ def folio_stat(path, rng=()):
 def order0_folios(path, what):
     """path must be cached (else the check proves nothing), and only in
     order-0 folios, whatever the variant under test."""
-    resident, lf, _, _ = folio_stat(path)
+    counts = folio_stat(path)
+    resident, lf = counts.resident, counts.large
     if not resident:
         raise Mismatch(f"{what}: nothing cached to check the folios of")
     if lf:
