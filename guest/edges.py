@@ -14,6 +14,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               gc-mapped, overwrite-gc, short-write-eof,
                               atomic, atomic-cow, atomic-truncate,
                               atomic-read, atomic-lookup-error,
+                              atomic-enospc,
                               atomic-gc, atomic-pin, atomic-grow,
                               pressure, enospc, quota-limit,
                               pin, swap, compress, compress-quota,
@@ -2187,6 +2188,49 @@ def case_atomic_lookup_error(d):
           f"read and wrote the transaction's data")
 
 
+def case_atomic_enospc(d):
+    """A write of an atomic write transaction that fails, as one reserving
+    a block with the filesystem full does (f2fs's fault injection,
+    FAULT_BLOCK, failing every block reservation), leaves the file's own
+    blocks alone: the transaction reserves its blocks in the COW inode.
+    A 256 KiB file, fsynced; under F2FS_IOC_START_ATOMIC_REPLACE a 64 KiB
+    write at 0, under F2FS_IOC_START_ATOMIC_WRITE one at EOF, must fail
+    with ENOSPC, and the abort must leave the file as it was, cached and
+    read back from disk.  A replace starts at size 0, so the failed write
+    is past EOF: the cleanup of a failed write past EOF
+    (f2fs_write_failed()) freed every block of the file, and the abort
+    gave the file its size back over holes."""
+    what = "atomic-enospc"
+    for replace in (True, False):
+        kind = "replace" if replace else "write"
+        f = File(os.path.join(d, f"atomic-enospc-{kind}"))
+        f.write(0, pattern(180, 256 * KIB))
+        os.fsync(f.fd)
+        os.sync()
+        before = bytes(f.model)
+        start_atomic(f, replace)
+        off = len(f.model)
+        f2fs_inject(d, 1, FAULT_BLOCK)
+        try:
+            os.pwrite(f.fd, pattern(181, 64 * KIB), off)
+            err = None
+        except OSError as e:
+            err = e
+        finally:
+            f2fs_inject(d, 0, 0)
+        if err is None or err.errno != errno.ENOSPC:
+            raise Mismatch(f"{what}: the atomic {kind}'s write at {off} "
+                           f"with no block to reserve: "
+                           f"{err or 'it wrote'}, want ENOSPC")
+        end_atomic(f, "abort", before)
+        f.verify_all(f"{what}: the atomic {kind} aborted after a write "
+                     "failed with ENOSPC")
+        f.close()
+        os.unlink(f.path)
+    print(f"{what}: a write failing with ENOSPC in an atomic replace and "
+          "in an atomic write, then the abort, leave the file as it was")
+
+
 def case_atomic_truncate(d):
     """A truncate of an atomic file during its transaction zeroes the block
     at the new EOF past it as the transaction has it, as a partial write
@@ -3015,6 +3059,7 @@ def case_collapse_race(d):
           "folios at start)")
 
 
+FAULT_BLOCK = 1 << 7                # a block reservation fails (ENOSPC)
 FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
 FAULT_INCONSISTENT_FOOTER = 1 << 21 # a node block's footer check fails
 FAULT_ATOMIC_TIMEOUT = 1 << 22      # a 1 s wait in the atomic commit
@@ -4034,6 +4079,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "atomic-grow": case_atomic_grow,
          "atomic-read": case_atomic_read,
          "atomic-lookup-error": case_atomic_lookup_error,
+         "atomic-enospc": case_atomic_enospc,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,

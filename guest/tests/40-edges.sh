@@ -136,15 +136,18 @@ for v in $(special_variants); do
 		data-flush "$(variant_folios $v)" v2-iv32
 done
 # Lookups of an atomic file's blocks failing to read a dnode (edges.py
-# atomic-lookup-error, f2fs's fault injection): noextent_cache, so that
-# lookups read the dnodes, and no background GC, whose node reads would
-# meet the faults too; plain, and encrypted as on Android's /data.
+# atomic-lookup-error), and a write of an atomic write failing to reserve
+# a block (atomic-enospc), through f2fs's fault injection: noextent_cache,
+# so that lookups read the dnodes, and no background GC, whose node reads
+# and allocations would meet the faults too; plain, and encrypted as on
+# Android's /data.
 for v in $(special_variants); do
 	edges_one "edges-f2fs-noext-$v" f2fs noextent_cache,background_gc=off \
-		"$(variant_order $v)" atomic-lookup-error "$(variant_folios $v)"
+		"$(variant_order $v)" "atomic-lookup-error atomic-enospc" \
+		"$(variant_folios $v)"
 	edges_one "edges-f2fs-crypt-noext-$v" f2fs-crypt \
 		noextent_cache,background_gc=off,inlinecrypt \
-		"$(variant_order $v)" atomic-lookup-error \
+		"$(variant_order $v)" "atomic-lookup-error atomic-enospc" \
 		"$(variant_folios $v)" v2-iv32
 done
 # fsync_mode=strict zeroes the block at EOF and writes it back before a
