@@ -1415,8 +1415,43 @@ def case_short_write_eof(d):
                        f"mounted again: size {size}, want {len(f.model)}")
     f.verify("short-write-eof: recovered after a shutdown")
     f.close()
+    # A no-wait write that f2fs turns into a buffered one, an O_DIRECT
+    # write aligned to the device's 512-byte sectors but not to blocks,
+    # is refused before ->write_begin() and reserves nothing: the cleanup
+    # after it must leave alone the blocks fallocate() reserved past EOF.
+    # (The VFS refuses a no-wait write without O_DIRECT, EINVAL.)
+    g = File(os.path.join(d, "short-write-eof-nowait"))
+    g.write(0, pattern(192, 8 * KIB))
+    g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
+    os.fsync(g.fd)
+    before = os.fstat(g.fd).st_blocks
+    buf = mmap.mmap(-1, 4096)                   # page-aligned
+    buf[:512] = pattern(193, 512)
+    fd = os.open(g.path, os.O_WRONLY | os.O_DIRECT)
+    try:
+        os.pwritev(fd, [memoryview(buf)[:512]], 8 * KIB, os.RWF_NOWAIT)
+        err = None
+    except OSError as e:
+        err = e
+    finally:
+        os.close(fd)
+    if err is None or err.errno not in (errno.EAGAIN, errno.EOPNOTSUPP):
+        g.close()
+        raise Mismatch(f"short-write-eof: a 512-byte O_DIRECT RWF_NOWAIT "
+                       f"write at EOF: {err or 'it wrote'}, want EAGAIN "
+                       f"or EOPNOTSUPP")
+    after = os.fstat(g.fd).st_blocks
+    if after != before:
+        g.close()
+        raise Mismatch(f"short-write-eof: a refused RWF_NOWAIT write at "
+                       f"EOF left {after * 512 // 4096} blocks allocated, "
+                       f"want {before * 512 // 4096}: it dropped those "
+                       f"preallocated past EOF")
+    g.verify_all("short-write-eof: after a refused RWF_NOWAIT write")
+    g.close()
     print(f"short-write-eof: {lf} pages in large folios, {want} blocks "
-          "allocated, the size recovered after a shutdown")
+          "allocated, the size recovered after a shutdown; a refused "
+          "RWF_NOWAIT write kept the blocks preallocated past EOF")
 
 
 def case_zero_eio(d):
