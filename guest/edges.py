@@ -1391,7 +1391,10 @@ def case_short_write_eof(d):
     stopped.  Left there, they took space, and the fsync'd dnode carried
     them: roll-forward recovery after a crash grew the file over them, to
     zeroes never written.  Here a 1 MiB write at 1 MiB from a buffer
-    readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again."""
+    readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again.
+    Then writes at the EOF of a file with 1 MiB preallocated past it that
+    reserve nothing, which must leave those blocks alone: one refused
+    (RWF_NOWAIT), one short into them, and one failed (EFAULT)."""
     f = File(os.path.join(d, "short-write-eof"))
     # a block first, so that the file has no inline data, whose folio is
     # order-0, and the short write gets a 1 MiB folio at 1 MiB
@@ -1440,18 +1443,45 @@ def case_short_write_eof(d):
         raise Mismatch(f"short-write-eof: a 512-byte O_DIRECT RWF_NOWAIT "
                        f"write at EOF: {err or 'it wrote'}, want EAGAIN "
                        f"or EOPNOTSUPP")
-    after = os.fstat(g.fd).st_blocks
-    if after != before:
+    kept(g, before, "a refused RWF_NOWAIT write")
+    # A write whose source is readable for 4 KiB of 8 copies into blocks
+    # fallocate() reserved, and one none of whose source is readable ends
+    # before ->write_begin() (EFAULT): neither reserves a block.
+    short_write(g, 8 * KIB, 8 * KIB, 4 * KIB, 194, "short-write-eof")
+    kept(g, before, "a short write into blocks preallocated past EOF")
+    buf = mmap.mmap(-1, 4096)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    if libc().mprotect(ctypes.c_void_p(addr), 4096, 0):
+        raise Mismatch("short-write-eof: mprotect failed")
+    try:
+        os.pwrite(g.fd, (ctypes.c_char * 4096).from_address(addr), 12 * KIB)
+        err = None
+    except OSError as e:
+        err = e
+    if err is None or err.errno != errno.EFAULT:
         g.close()
-        raise Mismatch(f"short-write-eof: a refused RWF_NOWAIT write at "
-                       f"EOF left {after * 512 // 4096} blocks allocated, "
-                       f"want {before * 512 // 4096}: it dropped those "
-                       f"preallocated past EOF")
-    g.verify_all("short-write-eof: after a refused RWF_NOWAIT write")
+        raise Mismatch(f"short-write-eof: a write at EOF from an unreadable "
+                       f"buffer: {err or 'it wrote'}, want EFAULT")
+    kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
     print(f"short-write-eof: {lf} pages in large folios, {want} blocks "
           "allocated, the size recovered after a shutdown; a refused "
-          "RWF_NOWAIT write kept the blocks preallocated past EOF")
+          "RWF_NOWAIT write, a short write into preallocated blocks and a "
+          "write from an unreadable buffer kept the blocks preallocated past "
+          "EOF")
+
+
+def kept(g, before, what):
+    """Check that file g still has the before 512-byte blocks allocated,
+    those fallocate() reserved past its EOF among them, and its data."""
+    after = os.fstat(g.fd).st_blocks
+    if after != before:
+        g.close()
+        raise Mismatch(f"short-write-eof: {what} at EOF left "
+                       f"{after * 512 // 4096} blocks allocated, want "
+                       f"{before * 512 // 4096}: it dropped those "
+                       f"preallocated past EOF")
+    g.verify_all(f"short-write-eof: after {what}")
 
 
 def case_zero_eio(d):
