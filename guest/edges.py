@@ -1444,9 +1444,9 @@ def case_short_write_eof(d):
                        f"write at EOF: {err or 'it wrote'}, want EAGAIN "
                        f"or EOPNOTSUPP")
     kept(g, before, "a refused RWF_NOWAIT write")
-    # A write whose source is readable for 4 KiB of 8 copies into blocks
-    # fallocate() reserved, and one none of whose source is readable ends
-    # before ->write_begin() (EFAULT): neither reserves a block.
+    # A write whose source is readable for 4 KiB of 8, and one none of
+    # whose source is readable (EFAULT, after ->write_begin()), into blocks
+    # fallocate() reserved: neither reserves a block.
     short_write(g, 8 * KIB, 8 * KIB, 4 * KIB, 194, "short-write-eof")
     kept(g, before, "a short write into blocks preallocated past EOF")
     buf = mmap.mmap(-1, 4096)
