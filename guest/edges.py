@@ -1402,6 +1402,7 @@ def case_short_write_eof(d):
     os.fsync(f.fd)
     copied = 12 * KIB
     short_write(f, MIB, MIB, copied, 191, "short-write-eof")
+    # only uptodate folios: this one, partly uptodate, folio-stat cannot see
     lf = folio_stat(f.path).large
     st = os.fstat(f.fd)
     want = (4096 + copied) // 4096
@@ -1464,8 +1465,8 @@ def case_short_write_eof(d):
                        f"buffer: {err or 'it wrote'}, want EFAULT")
     kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
-    print(f"short-write-eof: {lf} pages in large folios, {want} blocks "
-          "allocated, the size recovered after a shutdown; a refused "
+    print(f"short-write-eof: {lf} pages in uptodate large folios, {want} "
+          "blocks allocated, the size recovered after a shutdown; a refused "
           "RWF_NOWAIT write, a short write into preallocated blocks and a "
           "write from an unreadable buffer kept the blocks preallocated past "
           "EOF")

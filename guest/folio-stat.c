@@ -6,6 +6,9 @@
  * resident (so it never reads anything in itself), and looks up each page's
  * PFN in /proc/self/pagemap and its flags in /proc/kpageflags: a compound
  * head starts a large folio, the tail pages that follow belong to it.
+ * mincore() calls a page resident only if its folio is uptodate: a large
+ * folio with only some blocks uptodate (a short write into it, or a write
+ * of part of it over a hole) is cached but not counted here.
  * Needs root (PFNs are hidden from others).
  *
  * Output: one line per order "order N folios M", then
