@@ -1358,18 +1358,26 @@ def dm_error_at(name, lin, bad, what):
         os.close(fd)
 
 
+def partly_readable(length, src, what):
+    """A buffer of length bytes that starts with src (a multiple of 4 KiB,
+    maybe empty) and is unreadable past it: the mapping, to keep alive, and
+    a view of all of it to write from."""
+    buf = mmap.mmap(-1, length)
+    buf[:len(src)] = src
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    if libc().mprotect(ctypes.c_void_p(addr + len(src)), length - len(src),
+                       0):
+        raise Mismatch(f"{what}: mprotect failed")
+    return buf, (ctypes.c_char * length).from_address(addr)
+
+
 def short_write(f, off, length, copied, seed, what):
     """Write length bytes at off, from a buffer of which only the first
     copied bytes (a multiple of 4 KiB) are readable: the copy stops there,
     and leaves the folio the write started (large, for a long enough
     write) not uptodate past them."""
-    buf = mmap.mmap(-1, length)
     src = pattern(seed, copied)
-    buf[:copied] = src
-    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-    if libc().mprotect(ctypes.c_void_p(addr + copied), length - copied, 0):
-        raise Mismatch(f"{what}: mprotect failed")
-    view = (ctypes.c_char * length).from_address(addr)
+    buf, view = partly_readable(length, src, what)
     try:
         done = os.pwrite(f.fd, view, off)
     except OSError as e:
@@ -1450,12 +1458,9 @@ def case_short_write_eof(d):
     # fallocate() reserved: neither reserves a block.
     short_write(g, 8 * KIB, 8 * KIB, 4 * KIB, 194, "short-write-eof")
     kept(g, before, "a short write into blocks preallocated past EOF")
-    buf = mmap.mmap(-1, 4096)
-    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-    if libc().mprotect(ctypes.c_void_p(addr), 4096, 0):
-        raise Mismatch("short-write-eof: mprotect failed")
+    buf, view = partly_readable(4096, b"", "short-write-eof")
     try:
-        os.pwrite(g.fd, (ctypes.c_char * 4096).from_address(addr), 12 * KIB)
+        os.pwrite(g.fd, view, 12 * KIB)
         err = None
     except OSError as e:
         err = e
