@@ -18,6 +18,7 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               atomic-gc, atomic-pin, atomic-grow,
                               pressure, enospc, quota-limit,
                               pin, swap, compress, compress-quota,
+                              compress-short-write,
                               inline, quota, data-flush,
                               move-range, move-range-race,
                               thp-collapse, verity-collapse, zero-eio,
@@ -1437,6 +1438,11 @@ def case_short_write_eof(d):
     g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
     os.fsync(g.fd)
     before = os.fstat(g.fd).st_blocks
+    if before * 512 < 8 * KIB + MIB:
+        g.close()
+        raise Mismatch(f"short-write-eof: fallocate() of 1 MiB past EOF "
+                       f"left {before * 512 // 4096} blocks allocated, want "
+                       f"{(8 * KIB + MIB) // 4096}")
     buf = mmap.mmap(-1, 4096)                   # page-aligned
     buf[:512] = pattern(193, 512)
     fd = os.open(g.path, os.O_WRONLY | os.O_DIRECT)
@@ -1475,6 +1481,26 @@ def case_short_write_eof(d):
           "RWF_NOWAIT write, a short write into preallocated blocks and a "
           "write from an unreadable buffer kept the blocks preallocated past "
           "EOF")
+
+
+def case_compress_short_write(d):
+    """short-write-eof on compressed files (FS_COMPR_FL from their
+    directory).  They keep order-0 folios, but the blocks a short write
+    past EOF reserved are dropped, and those fallocate() reserved past EOF
+    kept, by the same code as for plain files; f2fs reserves their blocks
+    per cluster."""
+    cd = os.path.join(d, "compress-short-write")
+    os.mkdir(cd)
+    fd = os.open(cd, os.O_RDONLY)
+    set_flags(fd, get_flags(fd) | FS_COMPR_FL)
+    os.close(fd)
+    case_short_write_eof(cd)
+    for n in os.listdir(cd):
+        fd = os.open(os.path.join(cd, n), os.O_RDONLY)
+        flags = get_flags(fd)
+        os.close(fd)
+        if not flags & FS_COMPR_FL:
+            raise Mismatch(f"compress-short-write: {n} is not compressed")
 
 
 def kept(g, before, what):
@@ -4174,6 +4200,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
+         "compress-short-write": case_compress_short_write,
          "inline": case_inline, "quota": case_quota,
          "compress-quota": case_compress_quota,
          "extent": case_extent, "holes": case_holes,

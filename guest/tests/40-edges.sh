@@ -86,10 +86,12 @@ for v in $(f2fs_variants); do
 	# Files that keep order-0 folios: compressed ones, and the quota files
 	# (fsck checks them against the files the cases wrote).
 	edges_one "edges-f2fs-compress-$v" f2fs-compress "" \
-		"$(variant_order $v)" "compress" "$(variant_folios $v)"
+		"$(variant_order $v)" "compress compress-short-write" \
+		"$(variant_folios $v)"
 	edges_one "edges-f2fs-quota-$v" f2fs-quota \
 		"usrquota,grpquota,prjquota" "$(variant_order $v)" \
-		"quota quota-limit straddle truncate punch dio gc" \
+		"quota quota-limit straddle truncate punch dio gc
+		short-write-eof" \
 		"$(variant_folios $v)"
 	# Compressed files under quota: the blocks their release and reserve
 	# ioctls move must be charged.
@@ -105,7 +107,7 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
+		short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
 		cp-disable extent partial-read holes atomic atomic-cow
 		atomic-truncate atomic-read atomic-gc atomic-pin thp-collapse pressure
 		enospc" \
