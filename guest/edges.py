@@ -18,7 +18,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               atomic-gc, atomic-pin, atomic-grow,
                               pressure, enospc, quota-limit,
                               pin, swap, compress, compress-quota,
-                              compress-short-write,
+                              compress-short-write, inline-short-write,
+                              pin-short-write,
                               inline, quota, data-flush,
                               move-range, move-range-race,
                               thp-collapse, verity-collapse, zero-eio,
@@ -1391,7 +1392,7 @@ def short_write(f, off, length, copied, seed, what):
     f.model[off:off + copied] = src
 
 
-def case_short_write_eof(d):
+def case_short_write_eof(d, kind="plain"):
     """A write past EOF whose copy stops short leaves no block reserved past
     the new EOF.  ->write_begin() reserves the blocks of the part of a
     large folio the whole write covers, before the copy (an order-0 one the
@@ -1403,46 +1404,27 @@ def case_short_write_eof(d):
     readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again.
     Then writes at the EOF of a file with 1 MiB preallocated past it that
     reserve nothing, which must leave those blocks alone: one refused
-    (RWF_NOWAIT), one short into them, and one failed (EFAULT)."""
-    f = File(os.path.join(d, "short-write-eof"))
-    # a block first, so that the file has no inline data, whose folio is
-    # order-0, and the short write gets a 1 MiB folio at 1 MiB
-    f.write(0, pattern(190, 4096))
-    os.fsync(f.fd)
-    copied = 12 * KIB
-    short_write(f, MIB, MIB, copied, 191, "short-write-eof")
-    # only uptodate folios: this one, partly uptodate, folio-stat cannot see
-    lf = folio_stat(f.path).large
-    st = os.fstat(f.fd)
-    want = (4096 + copied) // 4096
-    blocks = st.st_blocks * 512 // 4096
-    os.fsync(f.fd)
-    shutdown_and_mount(f, d)
-    f = File(f.path, f.model)
-    size = os.fstat(f.fd).st_size
-    if blocks != want or size != len(f.model):
-        f.close()
-        raise Mismatch(f"a 1 MiB write at 1 MiB that copied {copied} bytes "
-                       f"({lf} pages in large folios): {blocks} blocks "
-                       f"allocated, want {want}; fsync'd, shut down and "
-                       f"mounted again: size {size}, want {len(f.model)}")
-    f.verify("short-write-eof: recovered after a shutdown")
-    f.close()
+    (RWF_NOWAIT), one short into them, and one failed (EFAULT).
+    kind "inline": the file whose write stops short has inline data, which
+    ->write_begin() converts, and so has one whose write fails (EFAULT);
+    "pinned": a pinned file, which refuses writes at its EOF
+    (short_write_eof_pinned())."""
+    if kind == "pinned":
+        short_write_eof_pinned(d)
+        return
+    short_write_eof_new(d, kind)
+    # each kind its files: cases may share a filesystem
+    name = "short-write-eof" + ("" if kind == "plain" else f"-{kind}")
+    g = File(os.path.join(d, name + "-nowait"))
+    g.write(0, pattern(192, 8 * KIB))
+    g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
+    os.fsync(g.fd)
+    before = preallocated(g)
     # A no-wait write that f2fs turns into a buffered one, an O_DIRECT
     # write aligned to the device's 512-byte sectors but not to blocks,
     # is refused before ->write_begin() and reserves nothing: the cleanup
     # after it must leave alone the blocks fallocate() reserved past EOF.
     # (The VFS refuses a no-wait write without O_DIRECT, EINVAL.)
-    g = File(os.path.join(d, "short-write-eof-nowait"))
-    g.write(0, pattern(192, 8 * KIB))
-    g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
-    os.fsync(g.fd)
-    before = os.fstat(g.fd).st_blocks
-    if before * 512 < 8 * KIB + MIB:
-        g.close()
-        raise Mismatch(f"short-write-eof: fallocate() of 1 MiB past EOF "
-                       f"left {before * 512 // 4096} blocks allocated, want "
-                       f"{(8 * KIB + MIB) // 4096}")
     buf = mmap.mmap(-1, 4096)                   # page-aligned
     buf[:512] = pattern(193, 512)
     fd = os.open(g.path, os.O_WRONLY | os.O_DIRECT)
@@ -1476,11 +1458,132 @@ def case_short_write_eof(d):
                        f"buffer: {err or 'it wrote'}, want EFAULT")
     kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
-    print(f"short-write-eof: {lf} pages in uptodate large folios, {want} "
-          "blocks allocated, the size recovered after a shutdown; a refused "
+    print(f"short-write-eof ({kind}): a short write past EOF left no "
+          "block past it, the size recovered after a shutdown; a refused "
           "RWF_NOWAIT write, a short write into preallocated blocks and a "
           "write from an unreadable buffer kept the blocks preallocated past "
           "EOF")
+
+
+def preallocated(g):
+    """The 512-byte blocks of file g, 8 KiB long, which fallocate() must
+    have given 1 MiB past its EOF."""
+    before = os.fstat(g.fd).st_blocks
+    if before * 512 < 8 * KIB + MIB:
+        g.close()
+        raise Mismatch(f"short-write-eof: fallocate() of 1 MiB past EOF "
+                       f"left {before * 512 // 4096} blocks allocated, want "
+                       f"{(8 * KIB + MIB) // 4096}")
+    return before
+
+
+def short_write_eof_pinned(d):
+    """A pinned file takes only writes over the blocks it has inside its
+    size (f2fs_overwrite_io(), before f2fs_preallocate_blocks()): writes
+    at its EOF into blocks fallocate() reserved past it, short or failing,
+    are refused with EIO before any cleanup after a write, and must leave
+    those blocks and the data alone."""
+    g = File(os.path.join(d, "short-write-eof-pinned"))
+    # pinned while empty, its blocks from fallocate() (whole sections, not
+    # zeroed; a pinned file can't grow by truncation), written over
+    set_pin(g.fd, 1)
+    g.fallocate(0, 0, 8 * KIB)
+    g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
+    g.write(0, pattern(192, 8 * KIB))
+    os.fsync(g.fd)
+    before = preallocated(g)
+    for what, off, length, copied in (
+            ("a short write", 8 * KIB, 8 * KIB, 4 * KIB),
+            ("a write from an unreadable buffer", 12 * KIB, 4 * KIB, 0)):
+        buf, view = partly_readable(length, pattern(194, copied),
+                                    "short-write-eof")
+        try:
+            os.pwrite(g.fd, view, off)
+            err = None
+        except OSError as e:
+            err = e
+        if err is None or err.errno != errno.EIO:
+            g.close()
+            raise Mismatch(f"short-write-eof: {what} at the EOF of a pinned "
+                           f"file: {err or 'it wrote'}, want EIO")
+        kept(g, before, f"{what} refused (EIO)")
+    g.close()
+    print("short-write-eof (pinned): a short write and a write from an "
+          "unreadable buffer at EOF refused, the blocks preallocated past "
+          "EOF kept")
+
+
+def short_write_eof_new(d, kind):
+    """short-write-eof's short write past EOF (and with inline data, a
+    failed one): see case_short_write_eof()."""
+    name = "short-write-eof" + ("" if kind == "plain" else f"-{kind}")
+    f = File(os.path.join(d, name))
+    if kind == "inline":
+        f.write(0, pattern(190, 100))
+        os.fsync(f.fd)
+        if not is_inline(f.path):
+            f.close()
+            raise Mismatch("short-write-eof: 100 bytes not inline")
+    else:
+        # a block first, so that the file has no inline data, whose folio
+        # is order-0, and the short write gets a 1 MiB folio at 1 MiB
+        f.write(0, pattern(190, 4096))
+        os.fsync(f.fd)
+    copied = 12 * KIB
+    short_write(f, MIB, MIB, copied, 191, "short-write-eof")
+    # only uptodate folios: this one, partly uptodate, folio-stat cannot see
+    lf = folio_stat(f.path).large
+    st = os.fstat(f.fd)
+    want = (4096 + copied) // 4096
+    blocks = st.st_blocks * 512 // 4096
+    os.fsync(f.fd)
+    shutdown_and_mount(f, d)
+    f = File(f.path, f.model)
+    size = os.fstat(f.fd).st_size
+    if blocks != want or size != len(f.model):
+        f.close()
+        raise Mismatch(f"a 1 MiB write at 1 MiB that copied {copied} bytes "
+                       f"({lf} pages in uptodate large folios): {blocks} "
+                       f"blocks allocated, want {want}; fsync'd, shut down "
+                       f"and mounted again: size {size}, want "
+                       f"{len(f.model)}")
+    f.verify("short-write-eof: recovered after a shutdown")
+    f.close()
+    if kind != "inline":
+        return
+    # A write past the inline area that fails, its source unreadable:
+    # ->write_begin() converted the inline data, and the block it took
+    # holds the data (inside EOF, kept), nothing past it.
+    h = File(os.path.join(d, name + "-efault"))
+    h.write(0, pattern(195, 100))
+    os.fsync(h.fd)
+    if not is_inline(h.path):
+        h.close()
+        raise Mismatch("short-write-eof: 100 bytes not inline")
+    buf, view = partly_readable(4096, b"", "short-write-eof")
+    try:
+        os.pwrite(h.fd, view, MIB)
+        err = None
+    except OSError as e:
+        err = e
+    if err is None or err.errno != errno.EFAULT:
+        h.close()
+        raise Mismatch(f"short-write-eof: a write past inline data from an "
+                       f"unreadable buffer: {err or 'it wrote'}, want "
+                       f"EFAULT")
+    blocks = os.fstat(h.fd).st_blocks * 512 // 4096
+    os.fsync(h.fd)
+    shutdown_and_mount(h, d)
+    h = File(h.path, h.model)
+    size = os.fstat(h.fd).st_size
+    if blocks > 1 or size != 100:
+        h.close()
+        raise Mismatch(f"a write past 100 bytes of inline data that failed "
+                       f"(EFAULT): {blocks} blocks allocated, want at most "
+                       f"1; fsync'd, shut down and mounted again: size "
+                       f"{size}, want 100")
+    h.verify_all("short-write-eof: inline data after a failed write")
+    h.close()
 
 
 def case_compress_short_write(d):
@@ -4201,6 +4304,10 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "pin": case_pin,
          "swap": case_swap, "compress": case_compress,
          "compress-short-write": case_compress_short_write,
+         "inline-short-write":
+             functools.partial(case_short_write_eof, kind="inline"),
+         "pin-short-write":
+             functools.partial(case_short_write_eof, kind="pinned"),
          "inline": case_inline, "quota": case_quota,
          "compress-quota": case_compress_quota,
          "extent": case_extent, "holes": case_holes,

@@ -11,7 +11,8 @@
 # O_DIRECT beside cached dirty folios, foreground and background GC of
 # files with cached folios (plain, fs-verity, encrypted; and of folios
 # dirtied through a mapping, which GC must write-protect), a buffered
-# overwrite with GC due, a short write past EOF, fs-verity
+# overwrite with GC due, short and failed writes at EOF (plain,
+# inline, pinned, encrypted, compressed, quota-charged files), fs-verity
 # enabled over cached folios and
 # corrupted blocks failing, mmap stores racing with truncation, one write
 # fault per folio through a mapping at a 2 MiB boundary, write faults on
@@ -61,7 +62,8 @@ edges_one() {
 }
 
 ALL="straddle truncate punch dio gc gc-mark gc-mapped gc-bios overwrite-gc
-	short-write-eof mmap mkwrite mmap-whole
+	short-write-eof inline-short-write pin-short-write
+	mmap mkwrite mmap-whole
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
 	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin inline
