@@ -1590,8 +1590,7 @@ def case_compress_short_write(d):
     """short-write-eof on compressed files (FS_COMPR_FL from their
     directory).  They keep order-0 folios, but the blocks a short write
     past EOF reserved are dropped, and those fallocate() reserved past EOF
-    kept, by the same code as for plain files; f2fs reserves their blocks
-    per cluster."""
+    kept, by the same code as for plain files."""
     cd = os.path.join(d, "compress-short-write")
     os.mkdir(cd)
     fd = os.open(cd, os.O_RDONLY)
