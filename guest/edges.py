@@ -1405,10 +1405,13 @@ def case_short_write_eof(d, kind="plain"):
     Then writes at the EOF of a file with 1 MiB preallocated past it that
     reserve nothing, which must leave those blocks alone: one refused
     (RWF_NOWAIT), one short into them, and one failed (EFAULT).
-    kind "inline": the file whose write stops short has inline data, which
-    ->write_begin() converts, and so has one whose write fails (EFAULT);
-    "pinned": a pinned file, which refuses writes at its EOF
-    (short_write_eof_pinned())."""
+    kind "compressed": as plain, in a directory whose files are compressed
+    (case_compress_short_write()); "inline": the file whose write stops
+    short has inline data, which ->write_begin() converts, and so has one
+    whose write fails (EFAULT); "pinned": a pinned file, which refuses
+    writes at its EOF (short_write_eof_pinned())."""
+    if kind not in ("plain", "inline", "pinned", "compressed"):
+        raise Mismatch(f"short-write-eof: no kind of file {kind!r}")
     if kind == "pinned":
         short_write_eof_pinned(d)
         return
@@ -1458,11 +1461,13 @@ def case_short_write_eof(d, kind="plain"):
                        f"buffer: {err or 'it wrote'}, want EFAULT")
     kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
-    print(f"short-write-eof ({kind}): a short write past EOF left no "
-          "block past it, the size recovered after a shutdown; a refused "
-          "RWF_NOWAIT write, a short write into preallocated blocks and a "
-          "write from an unreadable buffer kept the blocks preallocated past "
-          "EOF")
+    print(f"short-write-eof ({kind}): a short write past EOF "
+          + ("(and a failed one past inline data) " if kind == "inline"
+             else "")
+          + "left no block past it, the size recovered after a shutdown; "
+          "a refused RWF_NOWAIT write, a short write into preallocated "
+          "blocks and a write from an unreadable buffer kept the blocks "
+          "preallocated past EOF")
 
 
 def preallocated(g):
@@ -1484,11 +1489,11 @@ def short_write_eof_pinned(d):
     are refused with EIO before any cleanup after a write, and must leave
     those blocks and the data alone."""
     g = File(os.path.join(d, "short-write-eof-pinned"))
-    # pinned while empty, its blocks from fallocate() (whole sections, not
-    # zeroed; a pinned file can't grow by truncation), written over
+    # pinned while empty, its blocks from fallocate(): a whole section (not
+    # zeroed), of which 8 KiB inside its size, the rest past EOF (a pinned
+    # file can't grow by truncation); written over
     set_pin(g.fd, 1)
     g.fallocate(0, 0, 8 * KIB)
-    g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
     g.write(0, pattern(192, 8 * KIB))
     os.fsync(g.fd)
     before = preallocated(g)
@@ -1552,7 +1557,7 @@ def short_write_eof_new(d, kind):
     if kind != "inline":
         return
     # A write past the inline area that fails, its source unreadable:
-    # ->write_begin() converted the inline data, and the block it took
+    # ->write_begin() converts the inline data, and the block it takes
     # holds the data (inside EOF, kept), nothing past it.
     h = File(os.path.join(d, name + "-efault"))
     h.write(0, pattern(195, 100))
@@ -1572,16 +1577,18 @@ def short_write_eof_new(d, kind):
                        f"unreadable buffer: {err or 'it wrote'}, want "
                        f"EFAULT")
     blocks = os.fstat(h.fd).st_blocks * 512 // 4096
+    inline = is_inline(h.path)
     os.fsync(h.fd)
     shutdown_and_mount(h, d)
     h = File(h.path, h.model)
     size = os.fstat(h.fd).st_size
-    if blocks > 1 or size != 100:
+    if blocks != 1 or inline or size != 100:
         h.close()
         raise Mismatch(f"a write past 100 bytes of inline data that failed "
-                       f"(EFAULT): {blocks} blocks allocated, want at most "
-                       f"1; fsync'd, shut down and mounted again: size "
-                       f"{size}, want 100")
+                       f"(EFAULT): {blocks} blocks allocated, want 1, the "
+                       f"data {'still' if inline else 'no longer'} inline "
+                       f"(want converted); fsync'd, shut down and mounted "
+                       f"again: size {size}, want 100")
     h.verify_all("short-write-eof: inline data after a failed write")
     h.close()
 
@@ -1596,7 +1603,7 @@ def case_compress_short_write(d):
     fd = os.open(cd, os.O_RDONLY)
     set_flags(fd, get_flags(fd) | FS_COMPR_FL)
     os.close(fd)
-    case_short_write_eof(cd)
+    case_short_write_eof(cd, "compressed")
     for n in os.listdir(cd):
         fd = os.open(os.path.join(cd, n), os.O_RDONLY)
         flags = get_flags(fd)

@@ -109,8 +109,8 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span runs new-runs
-		cp-disable extent partial-read holes atomic atomic-cow
+		short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span
+		runs new-runs cp-disable extent partial-read holes atomic atomic-cow
 		atomic-truncate atomic-read atomic-gc atomic-pin thp-collapse pressure
 		enospc" \
 		"$(variant_folios $v)" v2-iv32
