@@ -983,15 +983,22 @@ def flip_byte(dev, off):
     return restore
 
 
+def want_errno(call, what, *codes):
+    """call() must fail with one of the errno codes; what names the call
+    in the mismatch."""
+    want = " or ".join(errno.errorcode[c] for c in codes)
+    try:
+        call()
+    except OSError as e:
+        if e.errno in codes:
+            return
+        raise Mismatch(f"{what} gave {e.strerror}, want {want}") from e
+    raise Mismatch(f"{what} succeeded, want {want}")
+
+
 def want_eio(read, what):
     """read() must fail with EIO; what names the read in the mismatch."""
-    try:
-        read()
-    except OSError as e:
-        if e.errno == errno.EIO:
-            return
-        raise Mismatch(f"{what} gave {e.strerror}, want EIO") from e
-    raise Mismatch(f"{what} succeeded, want EIO")
+    want_errno(read, what, errno.EIO)
 
 
 def expect_eio(f, blk, what):
@@ -1415,9 +1422,9 @@ def case_short_write_eof(d, kind="plain"):
     if kind == "pinned":
         short_write_eof_pinned(d)
         return
-    short_write_eof_new(d, kind)
     # each kind its files: cases may share a filesystem
     name = "short-write-eof" + ("" if kind == "plain" else f"-{kind}")
+    short_write_eof_new(d, kind, name)
     g = File(os.path.join(d, name + "-nowait"))
     g.write(0, pattern(192, 8 * KIB))
     g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
@@ -1432,17 +1439,12 @@ def case_short_write_eof(d, kind="plain"):
     buf[:512] = pattern(193, 512)
     fd = os.open(g.path, os.O_WRONLY | os.O_DIRECT)
     try:
-        os.pwritev(fd, [memoryview(buf)[:512]], 8 * KIB, os.RWF_NOWAIT)
-        err = None
-    except OSError as e:
-        err = e
+        want_errno(lambda: os.pwritev(fd, [memoryview(buf)[:512]], 8 * KIB,
+                                      os.RWF_NOWAIT),
+                   "short-write-eof: a 512-byte O_DIRECT RWF_NOWAIT write "
+                   "at EOF", errno.EAGAIN, errno.EOPNOTSUPP)
     finally:
         os.close(fd)
-    if err is None or err.errno not in (errno.EAGAIN, errno.EOPNOTSUPP):
-        g.close()
-        raise Mismatch(f"short-write-eof: a 512-byte O_DIRECT RWF_NOWAIT "
-                       f"write at EOF: {err or 'it wrote'}, want EAGAIN "
-                       f"or EOPNOTSUPP")
     kept(g, before, "a refused RWF_NOWAIT write")
     # A write whose source is readable for 4 KiB of 8, and one none of
     # whose source is readable (EFAULT, after ->write_begin()), into blocks
@@ -1450,15 +1452,9 @@ def case_short_write_eof(d, kind="plain"):
     short_write(g, 8 * KIB, 8 * KIB, 4 * KIB, 194, "short-write-eof")
     kept(g, before, "a short write into blocks preallocated past EOF")
     buf, view = partly_readable(4096, b"", "short-write-eof")
-    try:
-        os.pwrite(g.fd, view, 12 * KIB)
-        err = None
-    except OSError as e:
-        err = e
-    if err is None or err.errno != errno.EFAULT:
-        g.close()
-        raise Mismatch(f"short-write-eof: a write at EOF from an unreadable "
-                       f"buffer: {err or 'it wrote'}, want EFAULT")
+    want_errno(lambda: os.pwrite(g.fd, view, 12 * KIB),
+               "short-write-eof: a write at EOF from an unreadable buffer",
+               errno.EFAULT)
     kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
     print(f"short-write-eof ({kind}): a short write past EOF "
@@ -1502,15 +1498,9 @@ def short_write_eof_pinned(d):
             ("a write from an unreadable buffer", 12 * KIB, 4 * KIB, 0)):
         buf, view = partly_readable(length, pattern(194, copied),
                                     "short-write-eof")
-        try:
-            os.pwrite(g.fd, view, off)
-            err = None
-        except OSError as e:
-            err = e
-        if err is None or err.errno != errno.EIO:
-            g.close()
-            raise Mismatch(f"short-write-eof: {what} at the EOF of a pinned "
-                           f"file: {err or 'it wrote'}, want EIO")
+        want_errno(lambda: os.pwrite(g.fd, view, off),
+                   f"short-write-eof: {what} at the EOF of a pinned file",
+                   errno.EIO)
         kept(g, before, f"{what} refused (EIO)")
     g.close()
     print("short-write-eof (pinned): a short write and a write from an "
@@ -1518,18 +1508,13 @@ def short_write_eof_pinned(d):
           "EOF kept")
 
 
-def short_write_eof_new(d, kind):
+def short_write_eof_new(d, kind, name):
     """short-write-eof's short write past EOF (and with inline data, a
-    failed one): see case_short_write_eof()."""
-    name = "short-write-eof" + ("" if kind == "plain" else f"-{kind}")
-    f = File(os.path.join(d, name))
+    failed one) into file name: see case_short_write_eof()."""
     if kind == "inline":
-        f.write(0, pattern(190, 100))
-        os.fsync(f.fd)
-        if not is_inline(f.path):
-            f.close()
-            raise Mismatch("short-write-eof: 100 bytes not inline")
+        f = inline_file(os.path.join(d, name), 190, "short-write-eof")
     else:
+        f = File(os.path.join(d, name))
         # a block first, so that the file has no inline data, whose folio
         # is order-0, and the short write gets a 1 MiB folio at 1 MiB
         f.write(0, pattern(190, 4096))
@@ -1559,23 +1544,12 @@ def short_write_eof_new(d, kind):
     # A write past the inline area that fails, its source unreadable:
     # ->write_begin() converts the inline data, and the block it takes
     # holds the data (inside EOF, kept), nothing past it.
-    h = File(os.path.join(d, name + "-efault"))
-    h.write(0, pattern(195, 100))
-    os.fsync(h.fd)
-    if not is_inline(h.path):
-        h.close()
-        raise Mismatch("short-write-eof: 100 bytes not inline")
+    h = inline_file(os.path.join(d, name + "-efault"), 195,
+                    "short-write-eof")
     buf, view = partly_readable(4096, b"", "short-write-eof")
-    try:
-        os.pwrite(h.fd, view, MIB)
-        err = None
-    except OSError as e:
-        err = e
-    if err is None or err.errno != errno.EFAULT:
-        h.close()
-        raise Mismatch(f"short-write-eof: a write past inline data from an "
-                       f"unreadable buffer: {err or 'it wrote'}, want "
-                       f"EFAULT")
+    want_errno(lambda: os.pwrite(h.fd, view, MIB),
+               "short-write-eof: a write past inline data from an "
+               "unreadable buffer", errno.EFAULT)
     blocks = os.fstat(h.fd).st_blocks * 512 // 4096
     inline = is_inline(h.path)
     os.fsync(h.fd)
@@ -3839,18 +3813,27 @@ def is_inline(path):
     return any("inline" in x.split(",") for x in flags)
 
 
+def inline_file(path, seed, what):
+    """A new file at path of 100 bytes (pattern seed), fsync'd, which must
+    be inline data; what names it in the mismatch."""
+    f = File(path)
+    f.write(0, pattern(seed, 100))
+    os.fsync(f.fd)
+    if not is_inline(f.path):
+        f.close()
+        raise Mismatch(f"{what}: 100 bytes not inline (filefrag shows no "
+                       "inline extent)")
+    return f
+
+
 def case_inline(d):
     """Inline data (a small file kept in its inode) is read into and
     converted from the order-0 folio at index 0, by a write past the
     inline area and by a write fault; the file then takes large folios
     beyond that block."""
     for how in ("write", "fault"):
-        f = File(os.path.join(d, f"inline-{how}"))
-        f.write(0, pattern(340, 100))
-        os.fsync(f.fd)
-        if not is_inline(f.path):
-            raise Mismatch(f"inline-{how}: 100 bytes not inline "
-                           "(filefrag shows no inline extent)")
+        f = inline_file(os.path.join(d, f"inline-{how}"), 340,
+                        f"inline-{how}")
         drop_caches()
         f.verify(f"inline-{how}: inline data read")
         if how == "fault":
