@@ -1380,12 +1380,16 @@ def partly_readable(length, src, what):
     return buf, (ctypes.c_char * length).from_address(addr)
 
 
-def short_write(f, off, length, copied, seed, what):
+def short_write(f, off, length, copied, seed, what, src=None):
     """Write length bytes at off, from a buffer of which only the first
     copied bytes (a multiple of 4 KiB) are readable: the copy stops there,
     and leaves the folio the write started (large, for a long enough
-    write) not uptodate past them."""
-    src = pattern(seed, copied)
+    write) not uptodate past them.  The readable bytes are src if given,
+    else pattern(seed, copied)."""
+    if src is None:
+        src = pattern(seed, copied)
+    if len(src) != copied:
+        raise Mismatch(f"{what}: {len(src)} bytes to copy, want {copied}")
     buf, view = partly_readable(length, src, what)
     try:
         done = os.pwrite(f.fd, view, off)
@@ -1460,6 +1464,8 @@ def case_short_write_eof(d, kind="plain"):
     print(f"short-write-eof ({kind}): a short write past EOF "
           + ("(and a failed one past inline data) " if kind == "inline"
              else "")
+          + ("(its first cluster compressed) " if kind == "compressed"
+             else "")
           + "left no block past it, the size recovered after a shutdown; "
           "a refused RWF_NOWAIT write, a short write into preallocated "
           "blocks and a write from an unreadable buffer kept the blocks "
@@ -1520,15 +1526,25 @@ def short_write_eof_new(d, kind, name):
         f.write(0, pattern(190, 4096))
         os.fsync(f.fd)
     copied = 12 * KIB
-    short_write(f, MIB, MIB, copied, 191, "short-write-eof")
+    src = None
+    if kind == "compressed":
+        # a whole cluster (16 KiB) and a block: only a full cluster is
+        # compressed, and this data compresses (a KiB repeated)
+        copied = 20 * KIB
+        src = pattern(191, KIB) * (copied // KIB)
+    short_write(f, MIB, MIB, copied, 191, "short-write-eof", src)
     # only uptodate folios: this one, partly uptodate, folio-stat cannot see
     lf = folio_stat(f.path).large
     st = os.fstat(f.fd)
     want = (4096 + copied) // 4096
     blocks = st.st_blocks * 512 // 4096
     os.fsync(f.fd)
+    if kind == "compressed":
+        compressed(f, "fsync'd")
     shutdown_and_mount(f, d)
     f = File(f.path, f.model)
+    if kind == "compressed":
+        compressed(f, "shut down and mounted again")
     size = os.fstat(f.fd).st_size
     if blocks != want or size != len(f.model):
         f.close()
@@ -1567,11 +1583,24 @@ def short_write_eof_new(d, kind, name):
     h.close()
 
 
+def compressed(f, what):
+    """Check that file f, the short write of short_write_eof_new() in it
+    written back, has a compressed cluster."""
+    if not compress_blocks(f.fd):
+        f.close()
+        raise Mismatch(f"compress-short-write: {what}, no cluster of "
+                       f"{os.path.basename(f.path)} is compressed, yet its "
+                       f"first 16 KiB at 1 MiB compress")
+
+
 def case_compress_short_write(d):
     """short-write-eof on compressed files (FS_COMPR_FL from their
     directory).  They keep order-0 folios, but the blocks a short write
     past EOF reserved are dropped, and those fallocate() reserved past EOF
-    kept, by the same code as for plain files."""
+    kept, by the same code as for plain files.  The short write copies a
+    compressible cluster and a block of the next: the file must have a
+    compressed cluster once fsync'd, and again after the shutdown, read
+    back right."""
     cd = os.path.join(d, "compress-short-write")
     os.mkdir(cd)
     fd = os.open(cd, os.O_RDONLY)
