@@ -3,7 +3,7 @@
 """Kernel instructions per I/O, per function, from ./lab insns.
 
 insns.py RESULTS_DIR [SYSTEM_MAP]
-insns.py --cover RESULTS_DIR [WORKLOAD]
+insns.py --cover RESULTS_DIR [WORKLOAD [A B]]
 
 With SYSTEM_MAP: folds the plugin's dumps in RESULTS_DIR/raw (tbcount.<hit>,
 one per marker hit; the last 2 x len(windows.txt) hits are the guest's, a
@@ -14,18 +14,21 @@ I/O (a block's instructions go to the symbol at or before its address; a
 call is an execution of the block at a symbol's address).  The dumps are
 removed.  Then, with or without SYSTEM_MAP, writes RESULTS_DIR/summary.md:
 per workload, total kernel instructions per I/O for each configuration
-(f2fs-4k, f2fs-lf, xfs, f2fs-crypt-4k, f2fs-crypt-lf: those run; median
-[min-max] over the runs), the filesystem's share (f2fs: the functions of
+(f2fs-4k, f2fs-lf, xfs, xfs-4k, f2fs-crypt-4k, f2fs-crypt-lf: those run;
+median [min-max] over the runs; xfs-4k is XFS with order-0 folios, which
+only a kernel with the lab's experiment has), the filesystem's share
+(f2fs: the functions of
 fs/f2fs listed in RESULTS_DIR/f2fs-functions.txt, which ./lab insns writes
 from the kernel's objects, and the bitmap helpers; xfs: those of fs/xfs
 and fs/iomap, in xfs-functions.txt), with encrypted files the share of
 blk-crypto-fallback, the cipher and its kernel FPU sections
 (crypto-functions.txt: what inline encryption hardware does on a phone)
 and the totals without it, and, for
-f2fs-lf against f2fs-4k and xfs and f2fs-crypt-lf against f2fs-crypt-4k,
-the functions whose medians differ most.  --cover prints one workload's
-(rand-fsync's unless named; f2fs-lf against f2fs-4k, or against xfs when
-f2fs-4k did not run) as plain text for the cover letter.
+f2fs-lf against f2fs-4k and xfs, xfs against xfs-4k and f2fs-crypt-lf
+against f2fs-crypt-4k, the functions whose medians differ most.  --cover
+prints one workload's (rand-fsync's unless named; f2fs-lf against
+f2fs-4k, or against xfs when f2fs-4k did not run, or configuration A
+against B) as plain text for the cover letter.
 """
 import bisect
 import collections
@@ -39,14 +42,15 @@ TOP = 40
 COVER_TOP = 16
 KEEP = 1.0	# functions below this many instructions per I/O are dropped
 # in the order of the tables
-CFGS = ["f2fs-4k", "f2fs-lf", "xfs", "tmpfs", "f2fs-crypt-4k",
+CFGS = ["f2fs-4k", "f2fs-lf", "xfs", "xfs-4k", "tmpfs", "f2fs-crypt-4k",
         "f2fs-crypt-lf"]
 LF = "f2fs-lf"				# what the others are compared with
 # the comparisons: large folios against the others of their kind
 PAIRS = [("f2fs-lf", "f2fs-4k"), ("f2fs-lf", "xfs"), ("f2fs-lf", "tmpfs"),
-         ("f2fs-crypt-lf", "f2fs-crypt-4k")]
-SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs", "tmpfs": "tmpfs",
-         "f2fs-crypt-4k": "crypt-4k", "f2fs-crypt-lf": "crypt-lf"}
+         ("xfs", "xfs-4k"), ("f2fs-crypt-lf", "f2fs-crypt-4k")]
+SHORT = {"f2fs-4k": "4k", "f2fs-lf": "lf", "xfs": "xfs", "xfs-4k": "xfs-4k",
+         "tmpfs": "tmpfs", "f2fs-crypt-4k": "crypt-4k",
+         "f2fs-crypt-lf": "crypt-lf"}
 WORKLOADS = {	# what an I/O is (guest/insns.sh), and its unit in tables
     "rand-fsync": ("a 4 KiB random overwrite of a cached file, and its "
                    "fsync", "write"),
@@ -290,19 +294,21 @@ def summary(d):
         f.write("\n".join(out))
 
 
-def cover(d, wl="rand-fsync", top=COVER_TOP):
+def cover(d, wl="rand-fsync", lf=LF, base=None, top=COVER_TOP):
     """Plain text for the cover letter: workload wl's totals, and its
-    functions whose instructions per I/O differ most."""
+    functions whose instructions per I/O differ most, lf against base
+    (f2fs-4k, or xfs when f2fs-4k did not run)."""
     with open(os.path.join(d, "insns.json")) as f:
         data = json.load(f)
     if wl not in data["funcs"]:
         sys.exit(f"{d}: no workload {wl!r} in it")
     have = configs(data, wl)
-    base = "f2fs-4k" if "f2fs-4k" in have else "xfs"
-    if LF not in have or base not in have:
-        sys.exit(f"{d}: {wl} needs f2fs-lf and another configuration")
-    cfgs = [base, LF]
-    tot, fm, names = ranked(data, wl, base)
+    if base is None:
+        base = "f2fs-4k" if "f2fs-4k" in have else "xfs"
+    if lf not in have or base not in have:
+        sys.exit(f"{d}: {wl} needs {lf} and {base}")
+    cfgs = [base, lf]
+    tot, fm, names = ranked(data, wl, base, lf)
     tot = {c: med(tot[c]) for c in cfgs}
     names = names[:top]
     w = max(len(fn) for fn in names + ["kernel, in all",
@@ -317,12 +323,12 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
     cell = nw + cw + 3
     dw = max(8, nw + 1)
     head = f"{unit.ljust(w)}  {base:>{cell}}  " \
-        f"{LF:>{cell}}  {'lf - ' + SHORT[base]:>{dw}}"
+        f"{lf:>{cell}}  {SHORT[lf] + ' - ' + SHORT[base]:>{dw}}"
     rows = [("kernel, in all", tot[cfgs[0]], tot[cfgs[1]])]
     share = fs_share(d, fm)
-    if share[base] is not None and share[LF] is not None:
-        rows.append(("f2fs, bitmap helpers" if base != "xfs" else
-                     "the filesystem's", share[base], share[LF]))
+    if share[base] is not None and share[lf] is not None:
+        rows.append(("f2fs, bitmap helpers" if "xfs" not in base + lf else
+                     "the filesystem's", share[base], share[lf]))
     lines = [head] + [f"{n.ljust(w)}  {a:>{cell}.0f}  {b:>{cell}.0f}  "
                       f"{b - a:>+{dw}.0f}" for n, a, b in rows]
     for fn in names:
@@ -334,7 +340,7 @@ def cover(d, wl="rand-fsync", top=COVER_TOP):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) in (3, 4) and sys.argv[1] == "--cover":
+    if len(sys.argv) in (3, 4, 6) and sys.argv[1] == "--cover":
         cover(*sys.argv[2:])
         sys.exit(0)
     if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):

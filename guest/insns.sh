@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # Guest side of ./lab insns: each workload run in each configuration of
 # LAB_FS (f2fs with order-0 folios, f2fs-4k; with large folios, f2fs-lf;
-# xfs, large folios through iomap; tmpfs, the bench's, with huge=always, the
-# page cache with no device under it; f2fs-crypt-4k and f2fs-crypt-lf, the
-# bench's encrypted files: inlinecrypt, a v2 policy with IV_INO_LBLK_64,
-# blk-crypto-fallback doing the crypto), interleaved, LAB_REPS times, each
+# xfs, large folios through iomap; xfs-4k, XFS in order-0 folios, on a
+# kernel with the lab's experiment (lib.sh's xfs_order0()); tmpfs, the
+# bench's, with huge=always, the page cache with no device under it;
+# f2fs-crypt-4k and f2fs-crypt-lf, the bench's encrypted files:
+# inlinecrypt, a v2 policy with IV_INO_LBLK_64, blk-crypto-fallback doing
+# the crypto), interleaved, LAB_REPS times, each
 # run bracketed by two sethostname() calls, the marker at which the host's
 # QEMU plugin (bench/tbcount.c) closes a window of counted instructions.
 # $OUT/windows.txt lists the runs in order: workload, variant, rep, I/Os.

@@ -290,7 +290,8 @@ probe_knob() {
 
 # The configurations of ./lab bench and ./lab insns: f2fs-4k, f2fs-lf,
 # f2fs-crypt-4k, f2fs-crypt-lf, ext4, xfs, tmpfs (tmpfs: twice FILE_BYTES,
-# the size of a test file, which the sourcing script sets).
+# the size of a test file, which the sourcing script sets); and for ./lab
+# insns on a kernel with the lab's XFS experiment, xfs-4k.
 # Their 4k variants need probe_knob first.
 
 # The folio order for configuration NAME: 0 (mount -o nolargefolio) for
@@ -310,6 +311,22 @@ dir_of() {
 	case $1 in f2fs-crypt-*) echo $MNT/enc ;; *) echo $MNT ;; esac
 }
 
+# xfs_order0 NAME: XFS in order-0 folios for xfs-4k, in large folios for
+# xfs, through the switch the lab's experiment gives XFS (not in the series:
+# bench/results/insns-v43-xfs/experiment.diff), which the inodes XFS sets
+# up from then on follow.  A kernel without the switch is XFS's own, in
+# large folios: xfs-4k fails there.
+XFS_ORDER0=/sys/module/xfs/parameters/lab_order0
+xfs_order0() {
+	if [ "$1" = xfs-4k ]; then
+		[ -w $XFS_ORDER0 ] || {
+			echo "xfs-4k: no $XFS_ORDER0 in this kernel"; return 1; }
+		echo 1 > $XFS_ORDER0
+	elif [ -w $XFS_ORDER0 ]; then
+		echo 0 > $XFS_ORDER0
+	fi
+}
+
 # mnt NAME: mount configuration NAME's filesystem at $MNT.
 mnt() {
 	case $1 in
@@ -320,6 +337,7 @@ mnt() {
 		crypt_unlock $MNT $CRYPT_POLICY > /dev/null ;;
 	f2fs-*) mount_fs f2fs $DEV $MNT "" "$(order_of "$1")" &&
 		ipu_policy "${LAB_IPU_POLICY:-}" ;;
+	xfs|xfs-4k) xfs_order0 "$1" && mount_fs xfs $DEV $MNT "" "" ;;
 	*) mount_fs "$1" $DEV $MNT "" "" ;;
 	esac
 }
@@ -330,6 +348,7 @@ fs_up() {
 	tmpfs) ;;
 	f2fs-crypt-*) mkfs_fs f2fs-crypt $DEV || return 1 ;;
 	f2fs-*) mkfs_fs f2fs $DEV || return 1 ;;
+	xfs-4k) mkfs_fs xfs $DEV || return 1 ;;
 	*) mkfs_fs "$1" $DEV || return 1 ;;
 	esac
 	mnt "$1" || return 1
