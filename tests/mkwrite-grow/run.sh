@@ -7,7 +7,7 @@
 # ->page_mkwrite() and finish_fault() (1500).  Not part of ./lab test: it
 # needs a kernel with experiment.diff (not part of the series), e.g.
 #   git clone -s -b series ~/.cache/f2fs-lf-lab/src/linux-source-7.3 /tmp/x
-#   git -C /tmp/x apply tests/mkwrite-grow/experiment.diff
+#   git -C /tmp/x apply "$PWD/tests/mkwrite-grow/experiment.diff"
 #   ./lab build --tree /tmp/x --flavour bench
 #   ./lab boot --tree /tmp/x --flavour bench --timeout 1000 \
 #	--cmd "bash $PWD/tests/mkwrite-grow/run.sh"
