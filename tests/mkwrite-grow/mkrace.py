@@ -74,6 +74,6 @@ os.close(fd)
 ok = got == b"\x33" * 4096
 print(f"LAB: {how} delay {delay} ms: before the fault {fs0}; fault "
       f"{t1 - t0:.2f} s, grow from {ts - t0:+.2f} to {tg - t0:+.2f} s; "
-      f"grow ended {tg - t1:+.2f} s after the "
-      f"fault; the store 512 KiB into the folio faulted {f1 - f0} times; size {size}; "
+      f"grow ended {tg - t1:+.2f} s after the fault; the store 512 KiB "
+      f"into the folio faulted {f1 - f0} times; size {size}; "
       f"read back {'the store' if ok else 'LOST: ' + got[:8].hex()}")
