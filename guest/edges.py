@@ -11,7 +11,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               new-runs,
                               cp-disable, extent, holes,
                               collapse-race, partial-read, gc-mark,
-                              gc-mapped, overwrite-gc, short-write-eof,
+                              gc-mapped, gc-relock, overwrite-gc,
+                              short-write-eof,
                               atomic, atomic-cow, atomic-truncate,
                               atomic-read, atomic-lookup-error,
                               atomic-enospc,
@@ -628,6 +629,178 @@ def case_gc(d):
         f.write(6 * MIB + 3, pattern(42 + sync, 70 * KIB))  # dirty again
     print(f"gc: collected {', '.join(report)}")
     f.verify_all("after GC")
+    f.close()
+
+
+RELOCK_SIZE = 254 * KIB + 100     # EOF in the last block of a 256 KiB folio
+KPF_WRITEBACK = 1 << 8              # /proc/kpageflags
+
+
+def relock_layout(d, n):
+    """A file of RELOCK_SIZE bytes cached in one 256 KiB folio, whose first
+    128 KiB lie in one segment with the rest, 100 blocks of another file
+    between them (written 4 KiB at a time: order-0 folios, which GC moves
+    one by one, each a bvec of GC's bio: fewer than a bio holds, so that
+    the bio is still held back when GC gets to the rest of the folio), the
+    segment neither full nor the log's current one; return the file and
+    the segment's first block, or None and where the blocks fell.  Every
+    write back here is of more than 16 blocks of a file, which f2fs puts
+    in its warm data log (fewer go to the hot one: min_hot_blocks)."""
+    seed = 700 + 10 * n
+    # Start at a segment's start: a probe shows where the warm data log
+    # is, a pad fills the rest of its segment.
+    probe = File(os.path.join(d, f"relock{n}-probe"))
+    probe.write(0, pattern(seed, 32 * 4096))
+    os.fsync(probe.fd)
+    at = phys_blocks(probe.path)[31]
+    pad = File(os.path.join(d, f"relock{n}-pad"))
+    left = 511 - at % 512
+    pad.write(0, pattern(seed + 1, (left + (512 if left < 17 else 0)) *
+                         4096))
+    os.fsync(pad.fd)
+    f = File(os.path.join(d, f"relock{n}"))
+    f.write(0, pattern(seed + 2, 128 * KIB))
+    os.fsync(f.fd)
+    b = File(os.path.join(d, f"relock{n}-between"))
+    for i in range(100):
+        b.write(i * 4096, pattern(seed + 3 + i, 4096))
+    os.fsync(b.fd)
+    drop_caches()
+    # One 256 KiB write makes one 256 KiB folio (a write's size sets its
+    # folio's order); writeback updates its first 128 KiB in place
+    # (IPU_FORCE, a small volume's policy) and puts the rest after b's.
+    f.write(0, bytes(f.model) + pattern(seed + 4, 128 * KIB))
+    f.truncate(RELOCK_SIZE)
+    os.fsync(f.fd)
+    # GC leaves the data log's current segment alone, and a full one
+    # (valid blocks it could not free): fill it, then free what filled it
+    fill = File(os.path.join(d, f"relock{n}-fill"))
+    fill.write(0, pattern(seed + 5, 400 * 4096))
+    os.fsync(fill.fd)
+    fill.close()
+    os.unlink(fill.path)
+    m = phys_blocks(f.path)
+    seg = m[0] - m[0] % 512
+    if any(m[i] != m[0] + i for i in range(32)) or \
+            m[32] - m[31] < 100 or m[63] - seg >= 512:
+        return None, (f"blocks 0, 31, 32, 63 at {m[0]}, {m[31]}, {m[32]}, "
+                      f"{m[63]}")
+    return f, seg
+
+
+def wait_exit(pid, secs):
+    """The exit status of child pid, or None if it is still running after
+    secs seconds."""
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.1)
+    return None
+
+
+def quiet_child():
+    """A child's output goes nowhere: one stuck in the kernel must not keep
+    the pipe the case's output goes to open."""
+    null = os.open("/dev/null", os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+
+
+def case_gc_relock(d):
+    """Foreground GC of a cached large folio whose blocks lie apart in the
+    victim, another file's blocks between them, while another process,
+    whenever the folio is under writeback (/proc/kpageflags), asks
+    fallocate() for a block past EOF, which locks the folio across EOF and
+    waits for its writeback (truncate_inode_pages_range() zeroing the
+    folio past EOF).  GC must send the write of the blocks it moved before
+    it unlocks the folio: held back in the cold data log's bio until GC's
+    end, that write keeps the other process waiting with the folio locked,
+    while GC waits for the folio's lock to move the rest of its blocks;
+    and with GC's lock held, every checkpoint waits too.  An order-0
+    folio holds one block, which GC moves once.  A GC still
+    running after 60 s is taken for that deadlock: a cold file's write (an
+    .avi, one of mkfs.f2fs's cold extensions) then sends the bio and ends
+    it, and the case fails."""
+    for n in range(4):
+        f, seg = relock_layout(d, n)
+        if f:
+            break
+    else:
+        raise Mismatch("gc-relock: in 4 tries the file's two 128 KiB never "
+                       "lay in one segment with the other file's blocks "
+                       f"between them ({seg})")
+    f.write(40 * 4096, pattern(790, 4096))    # dirty: no split of it
+    order = folio_order_at(f.fd, 0)
+    want_folios(1 << order if order >= 6 else 0,
+                "gc-relock: the file's 256 KiB folio")
+    stop = os.path.join(d, "relock-stop")
+    pfn = page_pfn(f.fd, 0)
+    racer = os.fork()
+    if not racer:                       # until told to stop, or 5 minutes
+        quiet_child()
+        fd = os.open(f.path, os.O_RDWR)
+        kf = os.open("/proc/kpageflags", os.O_RDONLY)
+        end = time.monotonic() + 300
+        calls = 0
+        while time.monotonic() < end and not os.path.exists(stop):
+            # the folio under writeback: lock it and wait for that
+            flags = struct.unpack("<Q", os.pread(kf, 8, pfn * 8))[0]
+            if flags & KPF_WRITEBACK:
+                libc().fallocate(fd, FALLOC_KEEP_SIZE, RELOCK_SIZE, 4096)
+                calls += 1
+        with open(stop + "-calls", "w") as out:
+            out.write(f"{calls}\n")
+        os._exit(0)
+    time.sleep(0.2)
+    gc = os.fork()
+    if not gc:
+        quiet_child()
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT_RANGE,
+                        struct.pack("<IxxxxQQ", 1, seg, 511))
+        except OSError as e:
+            os._exit(e.errno)
+        os._exit(0)
+    rc = wait_exit(gc, 60)
+    stuck = rc is None
+    if stuck:
+        g = os.open(os.path.join(d, "relock-unstick.avi"),
+                    os.O_RDWR | os.O_CREAT, 0o644)
+        os.pwrite(g, pattern(791, 4096), 0)
+        # WAIT_BEFORE | WRITE | WAIT_AFTER: a WB_SYNC_ALL writeback, and
+        # no checkpoint, which waits for GC's lock
+        libc().sync_file_range(g, 0, 4096, 7)
+        os.close(g)
+        rc = wait_exit(gc, 60)
+    with open(stop, "w"):
+        pass
+    if wait_exit(racer, 60) is None:
+        raise Mismatch("gc-relock: the fallocate() loop did not stop in 60 s")
+    os.unlink(stop)
+    with open(stop + "-calls") as out:
+        calls = int(out.read())
+    os.unlink(stop + "-calls")
+    if stuck:
+        raise Mismatch("gc-relock: foreground GC did not end in 60 s, with "
+                       "a fallocate() past EOF waiting for the writeback "
+                       "of the folio GC had moved blocks of" +
+                       (": a cold file's write ended it" if rc is not None
+                        else "; still stuck after a cold file's write"))
+    if rc:
+        raise Mismatch(f"gc-relock: GC of the segment failed: "
+                       f"{os.strerror(rc)}")
+    left = [i for i, p in phys_blocks(f.path).items()
+            if seg <= p < seg + 512]
+    if left:
+        raise Mismatch(f"gc-relock: GC left blocks {left} of the file in "
+                       "the segment")
+    f.verify("gc-relock: after GC (cached)")
+    f.verify_all("gc-relock: after GC")
+    print(f"gc-relock: GC moved the folio's blocks from the segment at "
+          f"block {seg} (layout try {n + 1}), with {calls} fallocate() "
+          "calls past EOF made while the folio was under writeback")
     f.close()
 
 
@@ -4313,7 +4486,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "dirty-count": case_dirty_count,
          "collapse-race": case_collapse_race,
          "partial-read": case_partial_read, "gc-mark": case_gc_mark,
-         "gc-mapped": case_gc_mapped, "overwrite-gc": case_overwrite_gc,
+         "gc-mapped": case_gc_mapped, "gc-relock": case_gc_relock,
+         "overwrite-gc": case_overwrite_gc,
          "short-write-eof": case_short_write_eof,
          "dirty-none": case_dirty_none,
          "dnode-span": case_dnode_span, "runs": case_runs,

@@ -10,7 +10,9 @@
 # reads of sparse files (runs of holes, defragmentation),
 # O_DIRECT beside cached dirty folios, foreground and background GC of
 # files with cached folios (plain, fs-verity, encrypted; and of folios
-# dirtied through a mapping, which GC must write-protect), a buffered
+# dirtied through a mapping, which GC must write-protect; and of a folio
+# whose blocks lie apart, another process waiting on its writeback with
+# it locked, which GC must not wait for with its write held), a buffered
 # overwrite with GC due, short and failed writes at EOF (plain,
 # inline, pinned, encrypted, compressed, quota-charged files), fs-verity
 # enabled over cached folios and
@@ -61,7 +63,7 @@ edges_one() {
 	umount_fsck "$name" "$fs"
 }
 
-ALL="straddle truncate punch dio gc gc-mark gc-mapped gc-bios overwrite-gc
+ALL="straddle truncate punch dio gc gc-mark gc-mapped gc-relock gc-bios overwrite-gc
 	short-write-eof inline-short-write pin-short-write
 	mmap mkwrite mmap-whole
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
