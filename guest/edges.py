@@ -703,7 +703,7 @@ def wait_exit(pid, secs):
 def quiet_child():
     """A child's output goes nowhere: one stuck in the kernel must not keep
     the pipe the case's output goes to open."""
-    null = os.open("/dev/null", os.O_WRONLY)
+    null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
 
@@ -1418,10 +1418,7 @@ def mkwrite_gc(d):
         pid = os.fork()
         if pid == 0:                    # the child stores through a mapping
             try:
-                # a hung child must not hold the caller's output pipe open
-                null = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(null, 1)
-                os.dup2(null, 2)
+                quiet_child()
                 m = mmap.mmap(f.fd, 2 * base)
                 m[store:store + 4] = b"lock"
                 m.close()
