@@ -16,7 +16,8 @@
 #	--brd-mib 1536 --cmd "bash $PWD/tests/mkwrite-grow/run.sh"
 # (the guest sees the host's filesystem read-only, this directory too).
 # result.txt is such a run's output (v44, without falloc-early);
-# result-v45.txt has falloc-early's runs without and with patch 66.
+# result-v45.txt has falloc-early's runs on v45 without and with its patch 66
+# (since v46 part of patch 25: f2fs_eof_folio_grown()).
 D=$(dirname "$(readlink -f "$0")")
 export OUT=/tmp/o LAB_HAS_KNOB=1
 mkdir -p $OUT
