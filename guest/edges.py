@@ -425,6 +425,37 @@ def case_punch(d):
           f"folios of {len(FOLIOS)} sizes, at 4 offsets each")
 
 
+def case_punch_eof(d):
+    """A hole punched from inside EOF to past it reserves no block past
+    EOF.  f2fs_punch_hole() zeroed the partial block at the range's end
+    with fill_zero(), which reserves the block it zeroes, past EOF too:
+    the block took space, and the fsync'd dnode carried it, so that
+    roll-forward recovery after a crash grew the file over it (7.3's, with
+    either folio size).  Here a 10 KiB file, a hole punched at 8192+8704
+    (to 512 bytes into its fifth block), an fsync, F2FS_IOC_SHUTDOWN and a
+    mount again: two blocks allocated, the size and data kept."""
+    f = File(os.path.join(d, "punch-eof"))
+    f.write(0, pattern(196, 10 * KIB))
+    os.fsync(f.fd)
+    f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 8 * KIB, 8 * KIB + 512)
+    blocks = os.fstat(f.fd).st_blocks * 512 // 4096
+    os.fsync(f.fd)
+    path, model = f.path, f.model
+    shutdown_and_mount(f, d)
+    f = File(path, model)
+    size = os.fstat(f.fd).st_size
+    if blocks != 2 or size != 10 * KIB:
+        f.close()
+        raise Mismatch(f"punch-eof: a hole punched at 8192+8704 in a 10 KiB "
+                       f"file: {blocks} blocks allocated, want 2; fsync'd, "
+                       f"shut down and mounted again: size {size}, want "
+                       f"{10 * KIB}")
+    f.verify("punch-eof: shut down and mounted again")
+    f.close()
+    print("punch-eof: a hole punched past EOF reserved no block there, the "
+          "size recovered after a shutdown")
+
+
 def case_dio(d):
     """O_DIRECT beside cached, dirty large folios: a direct read sees the
     dirty data, a direct write is seen by the next buffered read."""
@@ -1003,15 +1034,17 @@ def case_holes(d):
 
 FS_IOC_ENABLE_VERITY = 0x40806685
 FS_VERITY_HASH_ALG_SHA256 = 1
+FS_VERITY_HASH_ALG_SHA512 = 2
 
 
-def enable_verity(path):
-    """FS_IOC_ENABLE_VERITY with SHA-256 and 4 KiB Merkle blocks."""
+def enable_verity(path, alg=FS_VERITY_HASH_ALG_SHA256, block=4096):
+    """FS_IOC_ENABLE_VERITY, by default with SHA-256 and 4 KiB Merkle
+    blocks."""
     fd = os.open(path, os.O_RDONLY)
     try:
         fcntl.ioctl(fd, FS_IOC_ENABLE_VERITY,
-                    struct.pack("<IIIIQII", 1, FS_VERITY_HASH_ALG_SHA256,
-                                4096, 0, 0, 0, 0) + bytes(96))
+                    struct.pack("<IIIIQII", 1, alg, block, 0, 0, 0, 0)
+                    + bytes(96))
     finally:
         os.close(fd)
 
@@ -2312,6 +2345,64 @@ def case_verity_collapse(d):
     f.verify("verity file collapsed (from disk)")
     f.close()
     print(f"verity-collapse: verified data in folios of order {order}")
+
+
+def case_verity_tree_collapse(d):
+    """MADV_COLLAPSE of a verity file's mapping past EOF, over its Merkle
+    tree.  f2fs (like ext4) keeps the tree in the file's page cache past
+    EOF, in order-0 folios: fs-verity marks a tree page verified with
+    PG_checked, a flag only a page outside a large folio may carry.  A
+    mapping may extend past EOF, and khugepaged's collapse of a file's
+    range looked at the page cache alone: a 2 MiB window of cached tree
+    pages became one PMD-sized folio, and the next verification of a data
+    block then set PG_checked on a page of it (a VM_BUG_ON with
+    CONFIG_DEBUG_VM_PGFLAGS).  Here a 32 MiB file with 1 KiB Merkle blocks
+    and SHA-512, whose tree (2.1 MiB) starts at EOF, all of it cached by a
+    read of the file: the data's first 2 MiB must collapse (with large
+    folios), the tree's first 2 MiB must not (EINVAL; with order-0 folios
+    the mapping allows no collapse at all).  Nothing is read after a
+    collapse of the tree."""
+    size = 32 * MIB
+    f = File(os.path.join(d, "verity-tree-collapse"))
+    f.write(0, pattern(132, size))
+    os.fsync(f.fd)
+    f.close()
+    enable_verity(f.path, FS_VERITY_HASH_ALG_SHA512, 1024)
+    f.fd = os.open(f.path, os.O_RDONLY)
+    drop_caches()
+    f.verify("verity-tree-collapse: read once, to cache the tree")
+    order = collapse(f, "verity-tree-collapse: the data", mmap.PROT_READ)
+    lib = libc()
+    lib.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    # a 2 MiB-aligned address: reserve 4 MiB, map the tree's 2 MiB inside
+    base = lib.mmap(None, 4 * MIB, 0,                   # PROT_NONE
+                    mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    if base in (None, ctypes.c_void_p(-1).value):
+        raise Mismatch("verity-tree-collapse: mmap of 4 MiB failed")
+    try:
+        at = (base + 2 * MIB - 1) & ~(2 * MIB - 1)
+        addr = lib.mmap(at, 2 * MIB, mmap.PROT_READ,
+                        mmap.MAP_SHARED | 0x10, f.fd, size)  # MAP_FIXED
+        if addr != at:
+            raise Mismatch("verity-tree-collapse: mmap of the 2 MiB past "
+                           f"EOF failed: {os.strerror(ctypes.get_errno())}")
+        for _ in range(5):
+            err = 0
+            if lib.madvise(at, 2 * MIB, MADV_COLLAPSE):
+                err = ctypes.get_errno()
+            if err != errno.EAGAIN:
+                break
+            time.sleep(0.5)
+    finally:
+        lib.munmap(base, 4 * MIB)
+    f.close()
+    if err != errno.EINVAL:
+        raise Mismatch("verity-tree-collapse: MADV_COLLAPSE of the 2 MiB of "
+                       "Merkle tree past EOF: "
+                       f"{os.strerror(err) if err else 'success'}; want "
+                       "EINVAL")
+    print(f"verity-tree-collapse: the data collapsed into folios of order "
+          f"{order}, the Merkle tree past EOF did not (EINVAL)")
 
 
 F2FS_IOC_START_ATOMIC_WRITE = 0xf501
@@ -4460,7 +4551,8 @@ def run(cmd, ok_fail=False):
 
 
 CASES = {"straddle": case_straddle, "truncate": case_truncate,
-         "punch": case_punch, "dio": case_dio, "gc": case_gc,
+         "punch": case_punch, "punch-eof": case_punch_eof,
+         "dio": case_dio, "gc": case_gc,
          "mmap": case_mmap, "atomic": case_atomic,
          "atomic-cow": case_atomic_cow, "atomic-gc": case_atomic_gc,
          "atomic-truncate": case_atomic_truncate,
@@ -4471,6 +4563,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "atomic-pin": case_atomic_pin, "verity-eof": case_verity_eof,
          "gc-bios": case_gc_bios, "thp-collapse": case_thp_collapse,
          "verity-collapse": case_verity_collapse,
+         "verity-tree-collapse": case_verity_tree_collapse,
          "zero-eio": case_zero_eio, "read-eio": case_read_eio,
          "verity-read-eio": case_verity_read_eio,
          "gc-eio": case_gc_eio, "atomic-read-eio": case_atomic_read_eio,

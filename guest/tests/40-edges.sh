@@ -63,8 +63,8 @@ edges_one() {
 	umount_fsck "$name" "$fs"
 }
 
-ALL="straddle truncate punch dio gc gc-mark gc-mapped gc-relock gc-bios overwrite-gc
-	short-write-eof inline-short-write pin-short-write
+ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
+	gc-bios overwrite-gc short-write-eof inline-short-write pin-short-write
 	mmap mkwrite mmap-whole
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
@@ -104,14 +104,15 @@ for v in $(f2fs_variants); do
 		"compress compress-quota" "$(variant_folios $v)"
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
-		"verity-gc verity-read verity-corrupt verity-eof verity-collapse" \
+		"verity-gc verity-read verity-corrupt verity-eof verity-collapse
+		verity-tree-collapse" \
 		"$(variant_folios $v)"
 	# Encrypted files (collapse and insert range refuse them); the
 	# partial block reads of writes must be decrypted, GC moves their
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span
+		punch-eof short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span
 		runs new-runs cp-disable extent partial-read holes atomic atomic-cow
 		atomic-truncate atomic-read atomic-gc atomic-pin thp-collapse pressure
 		enospc" \
