@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Targeted large folio edge cases that random exercising rarely hits.
 
-Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
+Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, punch-eof,
+                              dio, gc,
                               gc-bios, verity-gc, verity-read,
                               verity-corrupt, verity-eof,
                               crypt-wrap, crypt-gc, mmap, mkwrite,
@@ -23,7 +24,8 @@ Usage: edges.py CASE DIR     (CASE: straddle, truncate, punch, dio, gc,
                               pin-short-write,
                               inline, quota, data-flush,
                               move-range, move-range-race,
-                              thp-collapse, verity-collapse, zero-eio,
+                              thp-collapse, verity-collapse,
+                              verity-tree-collapse, zero-eio,
                               read-eio, verity-read-eio, gc-eio,
                               all)
 
@@ -433,7 +435,34 @@ def case_punch_eof(d):
     roll-forward recovery after a crash grew the file over it (7.3's, with
     either folio size).  Here a 10 KiB file, a hole punched at 8192+8704
     (to 512 bytes into its fifth block), an fsync, F2FS_IOC_SHUTDOWN and a
-    mount again: two blocks allocated, the size and data kept."""
+    mount again: two blocks allocated, the size and data kept.  Also a
+    hole punched to past EOF but inside the block at EOF, which must still
+    zero that block's data (4096+6656), and a punch to inside a block
+    fallocate() reserved past EOF, which must keep that block reserved."""
+    f = File(os.path.join(d, "punch-eof-in"))
+    f.write(0, pattern(197, 10 * KIB))
+    os.fsync(f.fd)
+    f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 4 * KIB,
+                6 * KIB + 512)
+    f.verify("punch-eof: a hole punched at 4096+6656 in a 10 KiB file")
+    blocks = os.fstat(f.fd).st_blocks * 512 // 4096
+    f.close()
+    if blocks != 2:
+        raise Mismatch(f"punch-eof: a hole punched at 4096+6656 in a 10 KiB "
+                       f"file: {blocks} blocks allocated, want 2")
+    f = File(os.path.join(d, "punch-eof-kept"))
+    f.write(0, pattern(198, 10 * KIB))
+    f.fallocate(FALLOC_KEEP_SIZE, 12 * KIB, 16 * KIB)
+    os.fsync(f.fd)
+    f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 8 * KIB, 8 * KIB + 512)
+    f.verify("punch-eof: a hole punched at 8192+8704 into blocks reserved "
+             "past EOF")
+    blocks = os.fstat(f.fd).st_blocks * 512 // 4096
+    f.close()
+    if blocks != 5:
+        raise Mismatch(f"punch-eof: a hole punched at 8192+8704 in a 10 KiB "
+                       f"file with blocks 3 to 6 reserved past EOF: {blocks} "
+                       "blocks allocated, want 5 (0, 1, and 4 to 6)")
     f = File(os.path.join(d, "punch-eof"))
     f.write(0, pattern(196, 10 * KIB))
     os.fsync(f.fd)
@@ -453,7 +482,8 @@ def case_punch_eof(d):
     f.verify("punch-eof: shut down and mounted again")
     f.close()
     print("punch-eof: a hole punched past EOF reserved no block there, the "
-          "size recovered after a shutdown")
+          "size recovered after a shutdown; one ending in the block at EOF "
+          "zeroed it, one into blocks reserved past EOF kept them")
 
 
 def case_dio(d):
@@ -2358,10 +2388,10 @@ def case_verity_tree_collapse(d):
     block then set PG_checked on a page of it (a VM_BUG_ON with
     CONFIG_DEBUG_VM_PGFLAGS).  Here a 32 MiB file with 1 KiB Merkle blocks
     and SHA-512, whose tree (2.1 MiB) starts at EOF, all of it cached by a
-    read of the file: the data's first 2 MiB must collapse (with large
-    folios), the tree's first 2 MiB must not (EINVAL; with order-0 folios
-    the mapping allows no collapse at all).  Nothing is read after a
-    collapse of the tree."""
+    read of the file: the data's first 4 MiB must collapse (with large
+    folios), the tree's first 2 MiB, every page of it cached (mincore), must
+    not (EINVAL; with order-0 folios the mapping allows no collapse at
+    all).  Nothing is read after a collapse of the tree."""
     size = 32 * MIB
     f = File(os.path.join(d, "verity-tree-collapse"))
     f.write(0, pattern(132, size))
@@ -2386,6 +2416,17 @@ def case_verity_tree_collapse(d):
         if addr != at:
             raise Mismatch("verity-tree-collapse: mmap of the 2 MiB past "
                            f"EOF failed: {os.strerror(ctypes.get_errno())}")
+        # a page not cached, which a collapse can't read in past EOF, would
+        # make it fail with EINVAL without the fix too
+        vec = ctypes.create_string_buffer(512)
+        if lib.mincore(at, 2 * MIB, vec):
+            raise Mismatch("verity-tree-collapse: mincore failed: "
+                           f"{os.strerror(ctypes.get_errno())}")
+        cached = sum(b & 1 for b in vec.raw)
+        if cached != 512:
+            raise Mismatch(f"verity-tree-collapse: {cached} of the tree's "
+                           "first 512 pages cached after a read of the "
+                           "file, want all")
         for _ in range(5):
             err = 0
             if lib.madvise(at, 2 * MIB, MADV_COLLAPSE):
@@ -2401,8 +2442,13 @@ def case_verity_tree_collapse(d):
                        "Merkle tree past EOF: "
                        f"{os.strerror(err) if err else 'success'}; want "
                        "EINVAL")
-    print(f"verity-tree-collapse: the data collapsed into folios of order "
-          f"{order}, the Merkle tree past EOF did not (EINVAL)")
+    if order:
+        print(f"verity-tree-collapse: the data collapsed into folios of "
+              f"order {order}, the cached Merkle tree past EOF did not "
+              "(EINVAL)")
+    else:
+        print("verity-tree-collapse: without large folios neither the data "
+              "nor the cached Merkle tree past EOF collapsed (EINVAL)")
 
 
 F2FS_IOC_START_ATOMIC_WRITE = 0xf501
