@@ -427,6 +427,11 @@ def case_punch(d):
           f"folios of {len(FOLIOS)} sizes, at 4 offsets each")
 
 
+def blocks_allocated(fd):
+    """The 4 KiB blocks the file open at fd has allocated (st_blocks)."""
+    return os.fstat(fd).st_blocks * 512 // 4096
+
+
 def case_punch_eof(d):
     """A hole punched from inside EOF to past it reserves no block past
     EOF.  f2fs_punch_hole() zeroed the partial block at the range's end
@@ -445,7 +450,7 @@ def case_punch_eof(d):
     f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 4 * KIB,
                 6 * KIB + 512)
     f.verify("punch-eof: a hole punched at 4096+6656 in a 10 KiB file")
-    blocks = os.fstat(f.fd).st_blocks * 512 // 4096
+    blocks = blocks_allocated(f.fd)
     f.close()
     if blocks != 2:
         raise Mismatch(f"punch-eof: a hole punched at 4096+6656 in a 10 KiB "
@@ -457,7 +462,7 @@ def case_punch_eof(d):
     f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 8 * KIB, 8 * KIB + 512)
     f.verify("punch-eof: a hole punched at 8192+8704 into blocks reserved "
              "past EOF")
-    blocks = os.fstat(f.fd).st_blocks * 512 // 4096
+    blocks = blocks_allocated(f.fd)
     f.close()
     if blocks != 5:
         raise Mismatch(f"punch-eof: a hole punched at 8192+8704 in a 10 KiB "
@@ -467,7 +472,7 @@ def case_punch_eof(d):
     f.write(0, pattern(196, 10 * KIB))
     os.fsync(f.fd)
     f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 8 * KIB, 8 * KIB + 512)
-    blocks = os.fstat(f.fd).st_blocks * 512 // 4096
+    blocks = blocks_allocated(f.fd)
     os.fsync(f.fd)
     path, model = f.path, f.model
     shutdown_and_mount(f, d)
@@ -1768,9 +1773,8 @@ def short_write_eof_new(d, kind, name):
     short_write(f, MIB, MIB, copied, 191, "short-write-eof", src)
     # only uptodate folios: this one, partly uptodate, folio-stat cannot see
     lf = folio_stat(f.path).large
-    st = os.fstat(f.fd)
     want = (4096 + copied) // 4096
-    blocks = st.st_blocks * 512 // 4096
+    blocks = blocks_allocated(f.fd)
     os.fsync(f.fd)
     if kind == "compressed":
         compressed(f, "fsync'd")
@@ -1799,7 +1803,7 @@ def short_write_eof_new(d, kind, name):
     want_errno(lambda: os.pwrite(h.fd, view, MIB),
                "short-write-eof: a write past inline data from an "
                "unreadable buffer", errno.EFAULT)
-    blocks = os.fstat(h.fd).st_blocks * 512 // 4096
+    blocks = blocks_allocated(h.fd)
     inline = is_inline(h.path)
     os.fsync(h.fd)
     shutdown_and_mount(h, d)
@@ -2284,26 +2288,34 @@ def case_atomic_read_eio(d):
 MADV_COLLAPSE = 25
 
 
+def collapse_errno(advise):
+    """Call advise(), an madvise(MADV_COLLAPSE) that raises OSError, and
+    return its errno, 0 on success.  EAGAIN is a transient failure
+    (madvise(2): a folio locked, or not yet on the LRU after a write): the
+    call is tried again, up to five times."""
+    for _ in range(5):
+        err = 0
+        try:
+            advise()
+        except OSError as e:
+            err = e.errno
+        if err != errno.EAGAIN:
+            break
+        time.sleep(0.5)
+    return err
+
+
 def collapse(f, what, prot=mmap.PROT_READ | mmap.PROT_WRITE):
     """MADV_COLLAPSE over a shared mapping of f's first 4 MiB (at a 2 MiB
     boundary), then the order of the folios holding blocks 0 and 512.
     With large folios the mapping allows PMD-sized folios, so both 2 MiB
     halves must end up in one folio of order 9 each, dirty folios written
     back first; with order-0 folios it allows none and the call must fail
-    with EINVAL, leaving the cache in order-0 folios.  EAGAIN is a
-    transient failure (madvise(2): a folio locked, or not yet on the LRU
-    after a write); the call is tried again, up to five times."""
+    with EINVAL, leaving the cache in order-0 folios (collapse_errno()
+    tries again after EAGAIN)."""
     m = mmap.mmap(f.fd, 4 * MIB, prot=prot)
     try:
-        for _ in range(5):
-            err = 0
-            try:
-                m.madvise(MADV_COLLAPSE)
-            except OSError as e:
-                err = e.errno
-            if err != errno.EAGAIN:
-                break
-            time.sleep(0.5)
+        err = collapse_errno(lambda: m.madvise(MADV_COLLAPSE))
     finally:
         m.close()
     os.pread(f.fd, 4 * MIB, 0)                      # cached, if it failed
@@ -2427,13 +2439,11 @@ def case_verity_tree_collapse(d):
             raise Mismatch(f"verity-tree-collapse: {cached} of the tree's "
                            "first 512 pages cached after a read of the "
                            "file, want all")
-        for _ in range(5):
-            err = 0
+        def advise():
             if lib.madvise(at, 2 * MIB, MADV_COLLAPSE):
-                err = ctypes.get_errno()
-            if err != errno.EAGAIN:
-                break
-            time.sleep(0.5)
+                e = ctypes.get_errno()
+                raise OSError(e, os.strerror(e))
+        err = collapse_errno(advise)
     finally:
         lib.munmap(base, 4 * MIB)
     f.close()
