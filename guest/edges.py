@@ -191,7 +191,9 @@ class File:
         self.verify(what + " (after fsync and cache drop)")
 
     def close(self):
-        os.close(self.fd)
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def case_straddle(d):
@@ -2850,8 +2852,9 @@ def case_atomic_truncate(d):
 
 def case_atomic_grow(d):
     """fsync_mode=strict zeroes the block at EOF past it, and writes it
-    back, before a file grows: a truncate up, a write past EOF, an
-    fallocate.  An atomic file's size reaches the disk with its commit,
+    back, before a file grows: a truncate up, a write past EOF (an
+    fallocate() too, which an atomic file refuses: atomic-falloc).  An
+    atomic file's size reaches the disk with its commit,
     and its EOF block is the transaction's, which it wrote into and
     staged in the COW inode (written back), then left cached or dropped.
     After a commit the block holds what the transaction wrote, after an
@@ -2864,7 +2867,7 @@ def case_atomic_grow(d):
     if "fsync_mode=strict" not in opts:
         raise Mismatch(f"atomic-grow: needs a filesystem mounted with "
                        f"fsync_mode=strict, not {','.join(opts)}")
-    runs = list(itertools.product(("truncate", "write", "fallocate"),
+    runs = list(itertools.product(("truncate", "write"),
                                   ("cached", "dropped"),
                                   ("commit", "abort")))
     for how, state, end in runs:
@@ -2883,10 +2886,8 @@ def case_atomic_grow(d):
             write_back_and_drop(f, what)
         if how == "truncate":
             f.truncate(64 * KIB)
-        elif how == "write":
-            f.write(32 * KIB, pattern(162, 100))
         else:
-            f.fallocate(0, 0, 64 * KIB)
+            f.write(32 * KIB, pattern(162, 100))
         f.verify(f"{what} (before the {end})")
         end_atomic(f, end, before)
         f.verify_all(what)
@@ -4091,6 +4092,247 @@ def case_swap(d):
           "loaded again; data kept")
 
 
+def case_atomic_swap(d):
+    """swapon of a file in an atomic write must fail (EINVAL): the commit
+    would move the staged blocks from the COW inode into the file, under
+    the swap extents, which swap goes on writing to.  The refusal leaves
+    the transaction and the cache as they were; once committed, the file
+    takes swapon, and an atomic write on a swap file fails to start, as in
+    7.3 (a swap file is pinned)."""
+    size = 8 * MIB
+    f = File(os.path.join(d, "atomic-swap"))
+    f.write(0, pattern(330, size))
+    f.write(0, swap_header(size // 4096))
+    os.fsync(f.fd)
+    os.fchmod(f.fd, 0o600)
+    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+    f.write(2 * MIB, pattern(331, 64 * KIB))
+    f.write(5 * MIB + 3, pattern(332, 4 * KIB))
+    lf = large_folios(f.path, "file in an atomic write")
+    if not libc().swapon(f.path.encode(), 0):
+        libc().swapoff(f.path.encode())
+        raise Mismatch("swapon of a file in an atomic write succeeded")
+    e = ctypes.get_errno()
+    if e != errno.EINVAL:
+        raise Mismatch(f"swapon of a file in an atomic write: "
+                       f"{os.strerror(e)}, want EINVAL")
+    large_folios(f.path, "file in an atomic write after a refused swapon")
+    f.verify("atomic write after a refused swapon")
+    end_atomic(f, "commit", None)
+    f.verify_all("atomic write committed after a refused swapon")
+    if libc().swapon(f.path.encode(), 0):
+        raise Mismatch(f"swapon after the commit: "
+                       f"{os.strerror(ctypes.get_errno())}")
+    try:
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        started = True
+    except OSError as err:
+        if err.errno != errno.EINVAL:
+            raise
+        started = False
+    finally:
+        if libc().swapoff(f.path.encode()):
+            raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
+    if started:
+        fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
+        raise Mismatch("an atomic write started on a swap file")
+    f.verify_all("file after swapoff")
+    f.close()
+    print(f"atomic-swap: swapon refused during the atomic write ({lf} pages "
+          "in large folios), taken after its commit; no atomic write on "
+          "the swap file")
+
+
+def case_atomic_falloc(d):
+    """fallocate() of a file in an atomic write fails (EOPNOTSUPP), in
+    every mode (patch 1): the blocks it would reserve in the file itself
+    outlive an abort, past the size the abort restores, and roll-forward
+    recovery grows a file over every block its fsync'd dnode reserves.
+    glibc's posix_fallocate() then writes zeroes, staged as the
+    transaction's.  A file checkpointed at 1041408 bytes, posix_fallocate()
+    of 64 KiB at 1310720 in an atomic write, which is then aborted (and an
+    atomic write of 4 KiB at 0 committed) or only fsync'd: after a shutdown
+    that writes nothing, the file has its size and data as committed."""
+    failed = []
+    for how in ("abort", "fsync"):
+        try:
+            atomic_falloc(d, how)
+        except Mismatch as e:       # both run, to show which fail
+            failed.append(str(e))
+    if failed:
+        raise Mismatch(" // ".join(failed))
+    print("atomic-falloc: fallocate() refused in an atomic write; "
+          "posix_fallocate()'s zeroes staged, gone after an abort or a "
+          "shutdown before the commit")
+
+
+def atomic_falloc(d, how):
+    """case_atomic_falloc() with the transaction aborted or fsync'd."""
+    path = os.path.join(d, f"atomic-falloc-{how}")
+    f = File(path)
+    try:
+        atomic_falloc_steps(d, how, f)
+    finally:
+        f.close()
+
+
+def atomic_falloc_steps(d, how, f):
+    f.write(0, pattern(340, 1041408))
+    os.fsync(f.fd)
+    os.sync()
+    committed = bytes(f.model)
+    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+    os.posix_fallocate(f.fd, 1310720, 64 * KIB)
+    f.model.extend(bytes(1310720 + 64 * KIB - len(f.model)))
+    f.verify(f"atomic-falloc ({how}): posix_fallocate() in the "
+             "transaction")
+    if how == "abort":
+        end_atomic(f, "abort", committed)
+        f.verify("atomic-falloc: aborted")
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        f.write(0, pattern(341, 4 * KIB))
+        end_atomic(f, "commit", None)
+        committed = bytes(f.model)
+    else:
+        os.fsync(f.fd)
+    shutdown_and_mount(f, d)
+    f.fd, f.model = os.open(f.path, os.O_RDWR), bytearray(committed)
+    f.verify(f"atomic-falloc ({how}): shut down and mounted again")
+    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+    try:
+        for mode in (0, FALLOC_KEEP_SIZE):
+            if not libc().fallocate(f.fd, mode, 1310720, 64 * KIB):
+                raise Mismatch(f"atomic-falloc: fallocate() mode "
+                               f"{mode:#x} of a file in an atomic write "
+                               "succeeded")
+            e = ctypes.get_errno()
+            if e != errno.EOPNOTSUPP:
+                raise Mismatch(f"atomic-falloc: fallocate() mode "
+                               f"{mode:#x} of a file in an atomic "
+                               f"write: {os.strerror(e)}, want "
+                               "EOPNOTSUPP")
+    finally:
+        fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
+    f.verify_all(f"atomic-falloc ({how}): fallocate() refused")
+
+
+def case_atomic_commit_eio(d):
+    """A write error of a file, reported to one file descriptor of it,
+    fails an atomic commit through another one opened before it (EIO)
+    before any staged block moves (patch 69): the commit, a plain one or
+    one replacing the file, then leaves the file as it was.  The next
+    commit through that descriptor succeeds.  Without patch 69 the commit
+    moved the staged blocks, then failed in its fsync, and the abort that
+    followed cut the file back to its old size over them, freed blocks
+    and all under a replacement."""
+    failed = []
+    for replace in (False, True):
+        f = File(os.path.join(d, "atomic-commit-eio-" +
+                              ("replace" if replace else "write")))
+        try:
+            atomic_commit_eio(d, f, replace)
+        except Mismatch as e:       # both run, to show which fail
+            failed.append(str(e))
+        finally:
+            f.close()
+    if failed:
+        raise Mismatch(" // ".join(failed))
+    print("atomic-commit-eio: a write error seen through another file "
+          "descriptor failed the commit and left the file as it was, "
+          "plain and replacing; the next commit succeeded")
+
+
+def atomic_commit_eio(d, f, replace):
+    """case_atomic_commit_eio() on f, a new file, for one kind of commit."""
+    FAULT_WRITE_IO = 1 << 14
+    what = "replace" if replace else "write"
+    f.write(0, pattern(360, 256 * KIB))
+    os.fsync(f.fd)
+    os.sync()
+    fd2 = os.open(f.path, os.O_RDWR)
+    try:
+        os.pwrite(fd2, pattern(361, 4 * KIB), 0)
+        f2fs_inject(d, 1, FAULT_WRITE_IO)
+        try:
+            failed = libc().sync_file_range(fd2, 0, 0, 7) != 0
+        finally:
+            f2fs_inject(d, 0, 0)
+        if not failed:
+            raise Mismatch(f"atomic-commit-eio ({what}): the injected write "
+                           "error was not reported")
+        # Written again, whole: block 0 has a known content.
+        f.write(0, pattern(361, 4 * KIB))
+        os.fsync(fd2)
+    finally:
+        os.close(fd2)
+    before = bytes(f.model)
+    start_atomic(f, replace)
+    f.write(32 * KIB, pattern(362, 4 * KIB))
+    f.write(256 * KIB, pattern(363, 8 * KIB))
+    try:
+        end_atomic(f, "commit", None)
+        err = None
+    except OSError as e:
+        err = e.errno
+    f.model = bytearray(before)
+    if err != errno.EIO:
+        raise Mismatch(f"atomic-commit-eio ({what}): the commit after a "
+                       f"write error gave "
+                       f"{errno.errorcode.get(err, 'success')}, want EIO")
+    f.verify_all(f"atomic-commit-eio ({what}): failed commit")
+    start_atomic(f, replace)
+    f.write(32 * KIB, pattern(364, 4 * KIB))
+    end_atomic(f, "commit", None)
+    f.verify_all(f"atomic-commit-eio ({what}): next commit")
+
+
+def seek(fd, off, whence):
+    """lseek()'s offset, or the name of its error (ENXIO: no data or hole
+    from off on)."""
+    try:
+        return os.lseek(fd, off, whence)
+    except OSError as e:
+        return errno.errorcode[e.errno]
+
+
+def case_atomic_seek(d):
+    """SEEK_DATA and SEEK_HOLE on a file in an atomic write agree with
+    read() (patch 1): the transaction's writes are data, cached or staged
+    in the COW inode, though the file's own dnodes have nothing of them
+    until the commit.  A 64 KiB file with a hole punched at 16 KiB; in the
+    transaction, 4 KiB written into the hole and 4 KiB at EOF.  After the
+    commit the file has no hole; after an abort, the hole again."""
+    for end in ("commit", "abort"):
+        f = File(os.path.join(d, f"atomic-seek-{end}"))
+        f.write(0, pattern(350, 64 * KIB))
+        f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 16 * KIB, 4 * KIB)
+        os.fsync(f.fd)
+        before = bytes(f.model)
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        f.write(16 * KIB, pattern(351, 4 * KIB))
+        f.write(64 * KIB, pattern(352, 4 * KIB))
+        for staged in ("cached", "written back"):
+            got = (seek(f.fd, 0, os.SEEK_HOLE),
+                   seek(f.fd, 64 * KIB, os.SEEK_DATA))
+            if got != (68 * KIB, 64 * KIB):
+                raise Mismatch(f"atomic-seek: in the transaction, "
+                               f"{staged}: SEEK_HOLE from 0 gave {got[0]}, "
+                               f"SEEK_DATA from 64 KiB {got[1]}, want "
+                               f"{68 * KIB} and {64 * KIB}")
+            write_back(f)
+        end_atomic(f, end, before)
+        f.verify_all(f"atomic-seek: {end}")
+        want = 68 * KIB if end == "commit" else 16 * KIB
+        got = seek(f.fd, 0, os.SEEK_HOLE)
+        if got != want:
+            raise Mismatch(f"atomic-seek: after the {end}, SEEK_HOLE from 0 "
+                           f"gave {got}, want {want}")
+        f.close()
+    print("atomic-seek: SEEK_HOLE and SEEK_DATA in an atomic write see its "
+          "writes, cached and staged; after the commit no hole, after an "
+          "abort the hole again")
+
+
 def compress_blocks(fd):
     return struct.unpack("<Q", fcntl.ioctl(
         fd, F2FS_IOC_GET_COMPRESS_BLOCKS, struct.pack("<Q", 0)))[0]
@@ -4640,7 +4882,11 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "quota-limit": case_quota_limit, "enospc": case_enospc,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
-         "swap": case_swap, "compress": case_compress,
+         "swap": case_swap, "atomic-swap": case_atomic_swap,
+         "atomic-falloc": case_atomic_falloc,
+         "atomic-seek": case_atomic_seek,
+         "atomic-commit-eio": case_atomic_commit_eio,
+         "compress": case_compress,
          "compress-short-write": case_compress_short_write,
          "inline-short-write":
              functools.partial(case_short_write_eof, kind="inline"),

@@ -31,7 +31,9 @@
 # atomic writes over cached large folios (commit and abort, partial blocks
 # read from the COW inode or the file, a truncate and reads inside the
 # transaction, lookups in it failing, GC of staged blocks, a page pinned
-# across the start),
+# across the start, fallocate() and swapon refused during one, SEEK_DATA
+# and SEEK_HOLE seeing its writes, a commit failing on an earlier write
+# error before it moves a block),
 # inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
 # the blocks compressed files release and reserve charged to their quota,
@@ -68,8 +70,9 @@ ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
 	mmap mkwrite mmap-whole
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
-	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin inline
-	pin swap pressure enospc"
+	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
+	atomic-falloc atomic-seek atomic-commit-eio inline pin swap atomic-swap
+	pressure enospc"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
@@ -114,8 +117,8 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		punch-eof short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span
 		runs new-runs cp-disable extent partial-read holes atomic atomic-cow
-		atomic-truncate atomic-read atomic-gc atomic-pin thp-collapse pressure
-		enospc" \
+		atomic-truncate atomic-read atomic-gc atomic-pin atomic-falloc
+		atomic-seek atomic-commit-eio thp-collapse pressure enospc" \
 		"$(variant_folios $v)" v2-iv32
 done
 # A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
