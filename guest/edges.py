@@ -4097,8 +4097,9 @@ def case_atomic_swap(d):
     would move the staged blocks from the COW inode into the file, under
     the swap extents, which swap goes on writing to.  The refusal leaves
     the transaction and the cache as they were; once committed, the file
-    takes swapon, and an atomic write on a swap file fails to start, as in
-    7.3 (a swap file is pinned)."""
+    takes swapon, and an atomic write on the swap file must fail to start
+    (EINVAL), also once F2FS_IOC_SET_PIN_FILE has unpinned it (7.3
+    refused only a pinned file; patch 68)."""
     size = 8 * MIB
     f = File(os.path.join(d, "atomic-swap"))
     f.write(0, pattern(330, size))
@@ -4124,23 +4125,25 @@ def case_atomic_swap(d):
         raise Mismatch(f"swapon after the commit: "
                        f"{os.strerror(ctypes.get_errno())}")
     try:
-        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-        started = True
-    except OSError as err:
-        if err.errno != errno.EINVAL:
-            raise
-        started = False
+        set_pin(f.fd, 0)
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+            started = True
+        except OSError as err:
+            if err.errno != errno.EINVAL:
+                raise
+            started = False
     finally:
         if libc().swapoff(f.path.encode()):
             raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
     if started:
         fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
-        raise Mismatch("an atomic write started on a swap file")
+        raise Mismatch("an atomic write started on an unpinned swap file")
     f.verify_all("file after swapoff")
     f.close()
     print(f"atomic-swap: swapon refused during the atomic write ({lf} pages "
           "in large folios), taken after its commit; no atomic write on "
-          "the swap file")
+          "the swap file, unpinned")
 
 
 def case_atomic_falloc(d):
