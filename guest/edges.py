@@ -3588,6 +3588,7 @@ def case_collapse_race(d):
 
 FAULT_BLOCK = 1 << 7                # a block reservation fails (ENOSPC)
 FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
+FAULT_WRITE_IO = 1 << 14            # a data write's bio ends with EIO
 FAULT_INCONSISTENT_FOOTER = 1 << 21 # a node block's footer check fails
 FAULT_ATOMIC_TIMEOUT = 1 << 22      # a 1 s wait in the atomic commit
 
@@ -4247,7 +4248,6 @@ def case_atomic_commit_eio(d):
 
 def atomic_commit_eio(d, f, replace):
     """case_atomic_commit_eio() on f, a new file, for one kind of commit."""
-    FAULT_WRITE_IO = 1 << 14
     what = "replace" if replace else "write"
     f.write(0, pattern(360, 256 * KIB))
     os.fsync(f.fd)
