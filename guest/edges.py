@@ -195,6 +195,27 @@ class File:
             os.close(self.fd)
             self.fd = None
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def each_variant(variants, run_one):
+    """run_one(v) for each v of variants, all run even after one fails, so
+    that a failure shows which others fail too: a list of what each run
+    returned, or a Mismatch with every failure's message."""
+    results, failed = [], []
+    for v in variants:
+        try:
+            results.append(run_one(v))
+        except Mismatch as e:
+            failed.append(str(e))
+    if failed:
+        raise Mismatch(" // ".join(failed))
+    return results
+
 
 def case_straddle(d):
     """Writes starting and ending at every alignment around folio and
@@ -2973,30 +2994,9 @@ def case_atomic_pin(d):
     the read's data goes to the file, whether the read completes before
     an abort or while the commit waits between moving the staged blocks
     and its fsync (FAULT_ATOMIC_TIMEOUT injected)."""
-    orders, failed = [], []
     stats = f"/proc/fs/f2fs/{os.path.basename(mount_source(d))}/inject_stats"
-    for end in ("abort", "commit", "short-abort", "short-commit"):
-        args = [stats] if end.startswith("short") else []
-        if end == "short-commit":
-            f2fs_inject(d, 1, FAULT_ATOMIC_TIMEOUT)
-        try:
-            r = run(["atomic-pin", os.path.join(d, f"atomic-pin-{end}"),
-                     f"/tmp/atomic-pin-fuse-{end}", end] + args,
-                    ok_fail=True)
-        finally:
-            if end == "short-commit":
-                f2fs_inject(d, 0, 0)
-        out = (r.stdout + r.stderr).strip()
-        if r.returncode:
-            # every mode runs, so that a failure shows which others fail
-            failed.append(" / ".join(out.splitlines()[-4:]))
-            continue
-        m = re.search(r"folio of order (\d+)", out)
-        if not m:
-            raise Mismatch(f"atomic-pin {end}: no folio order in {out!r}")
-        orders.append(int(m.group(1)))
-    if failed:
-        raise Mismatch(" // ".join(failed))
+    orders = each_variant(("abort", "commit", "short-abort", "short-commit"),
+                          lambda end: atomic_pin(d, stats, end))
     want = os.environ.get("EDGES_FOLIOS")
     if want and (want == "large") != (min(orders) > 0):
         raise Mismatch(f"atomic-pin: the pinned pages were in folios of "
@@ -3005,6 +3005,27 @@ def case_atomic_pin(d):
           f"and the read's, the read's data kept past a short copy at "
           f"abort and in the commit's wait; pinned pages in folios of "
           f"order {orders}")
+
+
+def atomic_pin(d, stats, end):
+    """case_atomic_pin() for one way to end: the order of the folio of the
+    pinned page."""
+    args = [stats] if end.startswith("short") else []
+    if end == "short-commit":
+        f2fs_inject(d, 1, FAULT_ATOMIC_TIMEOUT)
+    try:
+        r = run(["atomic-pin", os.path.join(d, f"atomic-pin-{end}"),
+                 f"/tmp/atomic-pin-fuse-{end}", end] + args, ok_fail=True)
+    finally:
+        if end == "short-commit":
+            f2fs_inject(d, 0, 0)
+    out = (r.stdout + r.stderr).strip()
+    if r.returncode:
+        raise Mismatch(" / ".join(out.splitlines()[-4:]))
+    m = re.search(r"folio of order (\d+)", out)
+    if not m:
+        raise Mismatch(f"atomic-pin {end}: no folio order in {out!r}")
+    return int(m.group(1))
 
 
 # the file the child writes and reads: over three times the cgroup's
@@ -4157,14 +4178,7 @@ def case_atomic_falloc(d):
     of 64 KiB at 1310720 in an atomic write, which is then aborted (and an
     atomic write of 4 KiB at 0 committed) or only fsync'd: after a shutdown
     that writes nothing, the file has its size and data as committed."""
-    failed = []
-    for how in ("abort", "fsync"):
-        try:
-            atomic_falloc(d, how)
-        except Mismatch as e:       # both run, to show which fail
-            failed.append(str(e))
-    if failed:
-        raise Mismatch(" // ".join(failed))
+    each_variant(("abort", "fsync"), lambda how: atomic_falloc(d, how))
     print("atomic-falloc: fallocate() refused in an atomic write; "
           "posix_fallocate()'s zeroes staged, gone after an abort or a "
           "shutdown before the commit")
@@ -4172,52 +4186,44 @@ def case_atomic_falloc(d):
 
 def atomic_falloc(d, how):
     """case_atomic_falloc() with the transaction aborted or fsync'd."""
-    path = os.path.join(d, f"atomic-falloc-{how}")
-    f = File(path)
-    try:
-        atomic_falloc_steps(d, how, f)
-    finally:
-        f.close()
-
-
-def atomic_falloc_steps(d, how, f):
-    f.write(0, pattern(340, 1041408))
-    os.fsync(f.fd)
-    os.sync()
-    committed = bytes(f.model)
-    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-    os.posix_fallocate(f.fd, 1310720, 64 * KIB)
-    f.model.extend(bytes(1310720 + 64 * KIB - len(f.model)))
-    f.verify(f"atomic-falloc ({how}): posix_fallocate() in the "
-             "transaction")
-    if how == "abort":
-        end_atomic(f, "abort", committed)
-        f.verify("atomic-falloc: aborted")
-        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-        f.write(0, pattern(341, 4 * KIB))
-        end_atomic(f, "commit", None)
-        committed = bytes(f.model)
-    else:
+    with File(os.path.join(d, f"atomic-falloc-{how}")) as f:
+        f.write(0, pattern(340, 1041408))
         os.fsync(f.fd)
-    shutdown_and_mount(f, d)
-    f.fd, f.model = os.open(f.path, os.O_RDWR), bytearray(committed)
-    f.verify(f"atomic-falloc ({how}): shut down and mounted again")
-    fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-    try:
-        for mode in (0, FALLOC_KEEP_SIZE):
-            if not libc().fallocate(f.fd, mode, 1310720, 64 * KIB):
-                raise Mismatch(f"atomic-falloc: fallocate() mode "
-                               f"{mode:#x} of a file in an atomic write "
-                               "succeeded")
-            e = ctypes.get_errno()
-            if e != errno.EOPNOTSUPP:
-                raise Mismatch(f"atomic-falloc: fallocate() mode "
-                               f"{mode:#x} of a file in an atomic "
-                               f"write: {os.strerror(e)}, want "
-                               "EOPNOTSUPP")
-    finally:
-        fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
-    f.verify_all(f"atomic-falloc ({how}): fallocate() refused")
+        os.sync()
+        committed = bytes(f.model)
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        os.posix_fallocate(f.fd, 1310720, 64 * KIB)
+        f.model.extend(bytes(1310720 + 64 * KIB - len(f.model)))
+        f.verify(f"atomic-falloc ({how}): posix_fallocate() in the "
+                 "transaction")
+        if how == "abort":
+            end_atomic(f, "abort", committed)
+            f.verify("atomic-falloc: aborted")
+            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+            f.write(0, pattern(341, 4 * KIB))
+            end_atomic(f, "commit", None)
+            committed = bytes(f.model)
+        else:
+            os.fsync(f.fd)
+        shutdown_and_mount(f, d)
+        f.fd, f.model = os.open(f.path, os.O_RDWR), bytearray(committed)
+        f.verify(f"atomic-falloc ({how}): shut down and mounted again")
+        fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+        try:
+            for mode in (0, FALLOC_KEEP_SIZE):
+                if not libc().fallocate(f.fd, mode, 1310720, 64 * KIB):
+                    raise Mismatch(f"atomic-falloc: fallocate() mode "
+                                   f"{mode:#x} of a file in an atomic "
+                                   "write succeeded")
+                e = ctypes.get_errno()
+                if e != errno.EOPNOTSUPP:
+                    raise Mismatch(f"atomic-falloc: fallocate() mode "
+                                   f"{mode:#x} of a file in an atomic "
+                                   f"write: {os.strerror(e)}, want "
+                                   "EOPNOTSUPP")
+        finally:
+            fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
+        f.verify_all(f"atomic-falloc ({how}): fallocate() refused")
 
 
 def case_atomic_commit_eio(d):
@@ -4229,64 +4235,54 @@ def case_atomic_commit_eio(d):
     moved the staged blocks, then failed in its fsync, and the abort that
     followed cut the file back to its old size over them, freed blocks
     and all under a replacement."""
-    failed = []
-    for replace in (False, True):
-        f = File(os.path.join(d, "atomic-commit-eio-" +
-                              ("replace" if replace else "write")))
-        try:
-            atomic_commit_eio(d, f, replace)
-        except Mismatch as e:       # both run, to show which fail
-            failed.append(str(e))
-        finally:
-            f.close()
-    if failed:
-        raise Mismatch(" // ".join(failed))
+    each_variant((False, True), lambda replace: atomic_commit_eio(d, replace))
     print("atomic-commit-eio: a write error seen through another file "
           "descriptor failed the commit and left the file as it was, "
           "plain and replacing; the next commit succeeded")
 
 
-def atomic_commit_eio(d, f, replace):
-    """case_atomic_commit_eio() on f, a new file, for one kind of commit."""
+def atomic_commit_eio(d, replace):
+    """case_atomic_commit_eio() on a new file, for one kind of commit."""
     what = "replace" if replace else "write"
-    f.write(0, pattern(360, 256 * KIB))
-    os.fsync(f.fd)
-    os.sync()
-    fd2 = os.open(f.path, os.O_RDWR)
-    try:
-        os.pwrite(fd2, pattern(361, 4 * KIB), 0)
-        f2fs_inject(d, 1, FAULT_WRITE_IO)
+    with File(os.path.join(d, f"atomic-commit-eio-{what}")) as f:
+        f.write(0, pattern(360, 256 * KIB))
+        os.fsync(f.fd)
+        os.sync()
+        fd2 = os.open(f.path, os.O_RDWR)
         try:
-            failed = libc().sync_file_range(fd2, 0, 0, 7) != 0
+            os.pwrite(fd2, pattern(361, 4 * KIB), 0)
+            f2fs_inject(d, 1, FAULT_WRITE_IO)
+            try:
+                failed = libc().sync_file_range(fd2, 0, 0, 7) != 0
+            finally:
+                f2fs_inject(d, 0, 0)
+            if not failed:
+                raise Mismatch(f"atomic-commit-eio ({what}): the injected "
+                               "write error was not reported")
+            # Written again, whole: block 0 has a known content.
+            f.write(0, pattern(361, 4 * KIB))
+            os.fsync(fd2)
         finally:
-            f2fs_inject(d, 0, 0)
-        if not failed:
-            raise Mismatch(f"atomic-commit-eio ({what}): the injected write "
-                           "error was not reported")
-        # Written again, whole: block 0 has a known content.
-        f.write(0, pattern(361, 4 * KIB))
-        os.fsync(fd2)
-    finally:
-        os.close(fd2)
-    before = bytes(f.model)
-    start_atomic(f, replace)
-    f.write(32 * KIB, pattern(362, 4 * KIB))
-    f.write(256 * KIB, pattern(363, 8 * KIB))
-    try:
+            os.close(fd2)
+        before = bytes(f.model)
+        start_atomic(f, replace)
+        f.write(32 * KIB, pattern(362, 4 * KIB))
+        f.write(256 * KIB, pattern(363, 8 * KIB))
+        try:
+            end_atomic(f, "commit", None)
+            err = None
+        except OSError as e:
+            err = e.errno
+        f.model = bytearray(before)
+        if err != errno.EIO:
+            raise Mismatch(f"atomic-commit-eio ({what}): the commit after a "
+                           f"write error gave "
+                           f"{errno.errorcode.get(err, 'success')}, want EIO")
+        f.verify_all(f"atomic-commit-eio ({what}): failed commit")
+        start_atomic(f, replace)
+        f.write(32 * KIB, pattern(364, 4 * KIB))
         end_atomic(f, "commit", None)
-        err = None
-    except OSError as e:
-        err = e.errno
-    f.model = bytearray(before)
-    if err != errno.EIO:
-        raise Mismatch(f"atomic-commit-eio ({what}): the commit after a "
-                       f"write error gave "
-                       f"{errno.errorcode.get(err, 'success')}, want EIO")
-    f.verify_all(f"atomic-commit-eio ({what}): failed commit")
-    start_atomic(f, replace)
-    f.write(32 * KIB, pattern(364, 4 * KIB))
-    end_atomic(f, "commit", None)
-    f.verify_all(f"atomic-commit-eio ({what}): next commit")
+        f.verify_all(f"atomic-commit-eio ({what}): next commit")
 
 
 def seek(fd, off, whence):
