@@ -4227,47 +4227,60 @@ def atomic_falloc(d, how):
 
 
 def case_atomic_commit_eio(d):
-    """A write error of a file, reported to one file descriptor of it,
-    fails an atomic commit through another one opened before it (EIO)
-    before any staged block moves (patch 69): the commit, a plain one or
-    one replacing the file, then leaves the file as it was.  The next
-    commit through that descriptor succeeds.  Without patch 69 the commit
-    moved the staged blocks, then failed in its fsync, and the abort that
-    followed cut the file back to its old size over them, freed blocks
-    and all under a replacement."""
+    """A write error of a file is reported once to each file descriptor
+    open on it, by the first of an fsync, the start of an atomic write
+    and its commit to check (patch 69).  A write error of the blocks an
+    atomic write staged, reported through a second descriptor, fails the
+    commit through the first (EIO) before any staged block moves: the
+    commit, a plain one or one replacing the file, leaves the file as it
+    was, and the next one succeeds.  Without patch 69 the commit moved the
+    staged blocks, then failed in its fsync, and the abort that followed
+    cut the file back to its old size over them, freed blocks and all
+    under a replacement.  And a write error before an atomic write
+    starts, reported through the second descriptor or taken by the
+    start's own writeback, fails the start (EIO); tried again, the start
+    succeeds, and so does its commit, which without patch 69 reported the
+    error the start had taken a second time, aborting a transaction that
+    had none."""
     each_variant((False, True), lambda replace: atomic_commit_eio(d, replace))
-    print("atomic-commit-eio: a write error seen through another file "
-          "descriptor failed the commit and left the file as it was, "
-          "plain and replacing; the next commit succeeded")
+    each_variant((True, False), lambda other: atomic_start_eio(d, other))
+    print("atomic-commit-eio: a write error of staged blocks seen through "
+          "another file descriptor failed the commit and left the file as "
+          "it was, plain and replacing; the next commit succeeded; one "
+          "before the start failed the start once, seen through another "
+          "descriptor or not")
+
+
+def inject_write_error(d, fd):
+    """Write back fd's file with every write failing (FAULT_WRITE_IO),
+    which sync_file_range() must report, through fd."""
+    f2fs_inject(d, 1, FAULT_WRITE_IO)
+    try:
+        failed = libc().sync_file_range(fd, 0, 0, 7) != 0
+    finally:
+        f2fs_inject(d, 0, 0)
+    if not failed:
+        raise Mismatch("the injected write error was not reported")
 
 
 def atomic_commit_eio(d, replace):
-    """case_atomic_commit_eio() on a new file, for one kind of commit."""
-    what = "replace" if replace else "write"
-    with File(os.path.join(d, f"atomic-commit-eio-{what}")) as f:
+    """case_atomic_commit_eio()'s commit after a write error of staged
+    blocks, for one kind of atomic write."""
+    what = "atomic-commit-eio (" + ("replace" if replace else "write") + ")"
+    with File(os.path.join(d, "atomic-commit-eio-" +
+                           ("replace" if replace else "write"))) as f:
         f.write(0, pattern(360, 256 * KIB))
         os.fsync(f.fd)
         os.sync()
+        before = bytes(f.model)
         fd2 = os.open(f.path, os.O_RDWR)
         try:
-            os.pwrite(fd2, pattern(361, 4 * KIB), 0)
-            f2fs_inject(d, 1, FAULT_WRITE_IO)
-            try:
-                failed = libc().sync_file_range(fd2, 0, 0, 7) != 0
-            finally:
-                f2fs_inject(d, 0, 0)
-            if not failed:
-                raise Mismatch(f"atomic-commit-eio ({what}): the injected "
-                               "write error was not reported")
-            # Written again, whole: block 0 has a known content.
-            f.write(0, pattern(361, 4 * KIB))
-            os.fsync(fd2)
+            start_atomic(f, replace)
+            f.write(32 * KIB, pattern(362, 4 * KIB))
+            f.write(256 * KIB, pattern(363, 8 * KIB))
+            inject_write_error(d, fd2)
         finally:
             os.close(fd2)
-        before = bytes(f.model)
-        start_atomic(f, replace)
-        f.write(32 * KIB, pattern(362, 4 * KIB))
-        f.write(256 * KIB, pattern(363, 8 * KIB))
         try:
             end_atomic(f, "commit", None)
             err = None
@@ -4275,14 +4288,55 @@ def atomic_commit_eio(d, replace):
             err = e.errno
         f.model = bytearray(before)
         if err != errno.EIO:
-            raise Mismatch(f"atomic-commit-eio ({what}): the commit after a "
-                           f"write error gave "
-                           f"{errno.errorcode.get(err, 'success')}, want EIO")
-        f.verify_all(f"atomic-commit-eio ({what}): failed commit")
+            raise Mismatch(f"{what}: the commit after a write error of its "
+                           "staged blocks gave "
+                           f"{errno.errorcode.get(err, 'success')}, "
+                           "want EIO")
+        f.verify_all(f"{what}: failed commit")
         start_atomic(f, replace)
         f.write(32 * KIB, pattern(364, 4 * KIB))
         end_atomic(f, "commit", None)
-        f.verify_all(f"atomic-commit-eio ({what}): next commit")
+        f.verify_all(f"{what}: next commit")
+
+
+def atomic_start_eio(d, other):
+    """case_atomic_commit_eio()'s start of an atomic write after a write
+    error, reported through another file descriptor (other) or taken by
+    the start's own writeback."""
+    how = "other" if other else "own"
+    what = f"atomic-commit-eio (start, {how} descriptor)"
+    with File(os.path.join(d, f"atomic-start-eio-{how}")) as f:
+        f.write(0, pattern(365, 256 * KIB))
+        os.fsync(f.fd)
+        os.sync()
+        f.write(0, pattern(366, 4 * KIB))
+        if other:
+            fd2 = os.open(f.path, os.O_RDWR)
+            try:
+                inject_write_error(d, fd2)
+            finally:
+                os.close(fd2)
+            want_errno(lambda: start_atomic(f, False),
+                       f"{what}: the start", errno.EIO)
+        else:
+            f2fs_inject(d, 1, FAULT_WRITE_IO)
+            try:
+                want_errno(lambda: start_atomic(f, False),
+                           f"{what}: the start writing back", errno.EIO)
+            finally:
+                f2fs_inject(d, 0, 0)
+        # Written again, whole: block 0 has a known content.  No fsync,
+        # which would take the error if the start had not.
+        f.write(0, pattern(366, 4 * KIB))
+        start_atomic(f, False)
+        f.write(32 * KIB, pattern(367, 4 * KIB))
+        f.write(256 * KIB, pattern(368, 8 * KIB))
+        try:
+            end_atomic(f, "commit", None)
+        except OSError as e:
+            raise Mismatch(f"{what}: the commit after a start that "
+                           f"reported a write error: {e.strerror}") from e
+        f.verify_all(f"{what}: committed")
 
 
 def seek(fd, off, whence):
