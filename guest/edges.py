@@ -4114,14 +4114,68 @@ def case_swap(d):
           "loaded again; data kept")
 
 
+def case_swap_pin(d):
+    """An active swap file stays pinned (patch 70): swap reads and writes
+    it by the block addresses it mapped at swapon, so a block of it that
+    f2fs moved would leave swap writing to a block f2fs has freed, and may
+    give to another file.  F2FS_IOC_SET_PIN_FILE(0) of an active swap
+    file fails (ETXTBSY), and F2FS_IOC_MOVE_RANGE of 64 KiB of it to
+    another file, which refuses a pinned file (EOPNOTSUPP), moves none of
+    its blocks.  After swapoff, which unpins it, the data is as written.
+    (7.3 unpinned it, and the move then took its blocks.)"""
+    size = 8 * MIB
+    f = File(os.path.join(d, "swap-pin"))
+    f.write(0, pattern(335, size))
+    f.write(0, swap_header(size // 4096))
+    os.fsync(f.fd)
+    os.fchmod(f.fd, 0o600)
+    if libc().swapon(f.path.encode(), 0):
+        raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
+    failed = []
+    try:
+        before = phys_blocks(f.path)
+        try:
+            set_pin(f.fd, 0)
+            failed.append("F2FS_IOC_SET_PIN_FILE(0) of an active swap "
+                          "file succeeded, want ETXTBSY")
+        except OSError as e:
+            if e.errno != errno.ETXTBSY:
+                failed.append("F2FS_IOC_SET_PIN_FILE(0) of an active "
+                              f"swap file: {e.strerror}, want ETXTBSY")
+        with File(os.path.join(d, "swap-pin-dst")) as g:
+            try:
+                move_range(f, g, MIB, 0, 64 * KIB)
+                failed.append("F2FS_IOC_MOVE_RANGE of 64 KiB of an active "
+                              "swap file succeeded")
+            except OSError as e:
+                if e.errno != errno.EOPNOTSUPP:
+                    failed.append("F2FS_IOC_MOVE_RANGE of an active swap "
+                                  f"file: {e.strerror}, want EOPNOTSUPP")
+        after = phys_blocks(f.path)
+        moved = sum(1 for b, a in before.items() if after.get(b) != a)
+        if moved:
+            failed.append(f"{moved} of the {len(before)} blocks of the "
+                          "active swap file moved")
+    finally:
+        if libc().swapoff(f.path.encode()):
+            failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
+    if failed:
+        raise Mismatch("swap-pin: " + "; ".join(failed))
+    f.verify_all("swap-pin: file after swapoff")
+    f.close()
+    print(f"swap-pin: an active swap file stayed pinned: "
+          f"F2FS_IOC_SET_PIN_FILE(0) and F2FS_IOC_MOVE_RANGE refused, none "
+          f"of its {len(before)} blocks moved; data kept")
+
+
 def case_atomic_swap(d):
     """swapon of a file in an atomic write must fail (EINVAL): the commit
     would move the staged blocks from the COW inode into the file, under
     the swap extents, which swap goes on writing to.  The refusal leaves
     the transaction and the cache as they were; once committed, the file
     takes swapon, and an atomic write on the swap file must fail to start
-    (EINVAL), also once F2FS_IOC_SET_PIN_FILE has unpinned it (7.3
-    refused only a pinned file; patch 68)."""
+    (EINVAL), also after F2FS_IOC_SET_PIN_FILE(0), which unpinned it
+    before patch 70 (7.3 refused only a pinned file; patch 68)."""
     size = 8 * MIB
     f = File(os.path.join(d, "atomic-swap"))
     f.write(0, pattern(330, size))
@@ -4147,7 +4201,11 @@ def case_atomic_swap(d):
         raise Mismatch(f"swapon after the commit: "
                        f"{os.strerror(ctypes.get_errno())}")
     try:
-        set_pin(f.fd, 0)
+        try:
+            set_pin(f.fd, 0)
+        except OSError as err:      # refused since patch 70 (swap-pin)
+            if err.errno != errno.ETXTBSY:
+                raise
         try:
             fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
             started = True
@@ -4160,12 +4218,13 @@ def case_atomic_swap(d):
             raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
     if started:
         fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
-        raise Mismatch("an atomic write started on an unpinned swap file")
+        raise Mismatch("an atomic write started on a swap file after "
+                       "F2FS_IOC_SET_PIN_FILE(0)")
     f.verify_all("file after swapoff")
     f.close()
     print(f"atomic-swap: swapon refused during the atomic write ({lf} pages "
           "in large folios), taken after its commit; no atomic write on "
-          "the swap file, unpinned")
+          "the swap file, also after an unpin")
 
 
 def case_atomic_falloc(d):
@@ -4227,28 +4286,29 @@ def atomic_falloc(d, how):
 
 
 def case_atomic_commit_eio(d):
-    """A write error of a file is reported once to each file descriptor
-    open on it, by the first of an fsync, the start of an atomic write
-    and its commit to check (patch 69).  A write error of the blocks an
-    atomic write staged, reported through a second descriptor, fails the
-    commit through the first (EIO) before any staged block moves: the
+    """A write error of the blocks an atomic write staged fails its commit
+    (EIO) before any staged block moves, whether it was reported through
+    another file descriptor or through the committing one (patch 69): the
     commit, a plain one or one replacing the file, leaves the file as it
     was, and the next one succeeds.  Without patch 69 the commit moved the
-    staged blocks, then failed in its fsync, and the abort that followed
-    cut the file back to its old size over them, freed blocks and all
-    under a replacement.  And a write error before an atomic write
-    starts, reported through the second descriptor or taken by the
-    start's own writeback, fails the start (EIO); tried again, the start
-    succeeds, and so does its commit, which without patch 69 reported the
-    error the start had taken a second time, aborting a transaction that
-    had none."""
-    each_variant((False, True), lambda replace: atomic_commit_eio(d, replace))
+    staged blocks; with the error reported through another descriptor it
+    then failed in its fsync, and the abort that followed cut the file
+    back to its old size over them, freed blocks and all under a
+    replacement; reported through the committing one, the commit
+    succeeded with the failed block in the file.  And a write error
+    before an atomic write starts, reported through another descriptor or
+    taken by the start's own writeback, fails the start (EIO), once: the
+    start tried again succeeds, and so does its commit, which without
+    patch 69 reported the error the start had taken a second time,
+    aborting a transaction that had none."""
+    each_variant(((False, True), (True, True), (False, False)),
+                 lambda v: atomic_commit_eio(d, *v))
     each_variant((True, False), lambda other: atomic_start_eio(d, other))
-    print("atomic-commit-eio: a write error of staged blocks seen through "
-          "another file descriptor failed the commit and left the file as "
-          "it was, plain and replacing; the next commit succeeded; one "
-          "before the start failed the start once, seen through another "
-          "descriptor or not")
+    print("atomic-commit-eio: a write error of staged blocks failed the "
+          "commit and left the file as it was, plain and replacing, "
+          "reported through another file descriptor or the committing "
+          "one; the next commit succeeded; one before the start failed "
+          "the start once, seen through another descriptor or not")
 
 
 def inject_write_error(d, fd):
@@ -4263,12 +4323,14 @@ def inject_write_error(d, fd):
         raise Mismatch("the injected write error was not reported")
 
 
-def atomic_commit_eio(d, replace):
+def atomic_commit_eio(d, replace, other):
     """case_atomic_commit_eio()'s commit after a write error of staged
-    blocks, for one kind of atomic write."""
-    what = "atomic-commit-eio (" + ("replace" if replace else "write") + ")"
-    with File(os.path.join(d, "atomic-commit-eio-" +
-                           ("replace" if replace else "write"))) as f:
+    blocks, for one kind of atomic write, the error reported through
+    another file descriptor (other) or the committing one."""
+    how = ("replace" if replace else "write") + \
+        ("-other" if other else "-own")
+    what = f"atomic-commit-eio ({how})"
+    with File(os.path.join(d, f"atomic-commit-eio-{how}")) as f:
         f.write(0, pattern(360, 256 * KIB))
         os.fsync(f.fd)
         os.sync()
@@ -4278,7 +4340,7 @@ def atomic_commit_eio(d, replace):
             start_atomic(f, replace)
             f.write(32 * KIB, pattern(362, 4 * KIB))
             f.write(256 * KIB, pattern(363, 8 * KIB))
-            inject_write_error(d, fd2)
+            inject_write_error(d, fd2 if other else f.fd)
         finally:
             os.close(fd2)
         try:
@@ -4935,7 +4997,8 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "quota-limit": case_quota_limit, "enospc": case_enospc,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
-         "swap": case_swap, "atomic-swap": case_atomic_swap,
+         "swap": case_swap, "swap-pin": case_swap_pin,
+         "atomic-swap": case_atomic_swap,
          "atomic-falloc": case_atomic_falloc,
          "atomic-seek": case_atomic_seek,
          "atomic-commit-eio": case_atomic_commit_eio,

@@ -36,6 +36,7 @@
 # error before it moves a block),
 # inline data converted, the files that keep order-0
 # folios (pinned, swap, compressed, quota) and a file's switch to them,
+# an active swap file kept pinned against an unpin and GC,
 # the blocks compressed files release and reserve charged to their quota,
 # writes that reach the block quota or fill the filesystem part way, and
 # reclaim under memory pressure.  xfs is the control.
@@ -71,8 +72,8 @@ ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
 	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
-	atomic-falloc atomic-seek atomic-commit-eio inline pin swap atomic-swap
-	pressure enospc"
+	atomic-falloc atomic-seek atomic-commit-eio inline pin swap swap-pin
+	atomic-swap pressure enospc"
 for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$ALL" \
 		"$(variant_folios $v)"
