@@ -36,6 +36,7 @@ mismatch print the case, the offset and the expected and found bytes, and
 exit 1.
 """
 import collections
+import contextlib
 import ctypes
 import errno
 import fcntl
@@ -3622,6 +3623,17 @@ def f2fs_inject(d, rate, kind):
             f.write(f"{val}\n")
 
 
+@contextlib.contextmanager
+def injecting(d, kind):
+    """f2fs_inject() of kind at every chance for the with block, off
+    after it."""
+    f2fs_inject(d, 1, kind)
+    try:
+        yield
+    finally:
+        f2fs_inject(d, 0, 0)
+
+
 def hkdf_expand(prk, context, info, n):
     """fscrypt's HKDF-SHA512 expand: info prefixed with "fscrypt\\0" and a
     context byte (fs/crypto/hkdf.c)."""
@@ -4114,6 +4126,18 @@ def case_swap(d):
           "loaded again; data kept")
 
 
+def swap_file(d, name, seed):
+    """A new 8 MiB file ready for swapon, written (pattern seed) and
+    fsync'd: page 0 a swap header, mode 0600."""
+    size = 8 * MIB
+    f = File(os.path.join(d, name))
+    f.write(0, pattern(seed, size))
+    f.write(0, swap_header(size // 4096))
+    os.fsync(f.fd)
+    os.fchmod(f.fd, 0o600)
+    return f
+
+
 def case_swap_pin(d):
     """An active swap file stays pinned (patch 70): swap reads and writes
     it by the block addresses it mapped at swapon, so a block of it that
@@ -4123,34 +4147,22 @@ def case_swap_pin(d):
     another file, which refuses a pinned file (EOPNOTSUPP), moves none of
     its blocks.  After swapoff, which unpins it, the data is as written.
     (7.3 unpinned it, and the move then took its blocks.)"""
-    size = 8 * MIB
-    f = File(os.path.join(d, "swap-pin"))
-    f.write(0, pattern(335, size))
-    f.write(0, swap_header(size // 4096))
-    os.fsync(f.fd)
-    os.fchmod(f.fd, 0o600)
+    f = swap_file(d, "swap-pin", 335)
     if libc().swapon(f.path.encode(), 0):
         raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
     failed = []
     try:
         before = phys_blocks(f.path)
-        try:
-            set_pin(f.fd, 0)
-            failed.append("F2FS_IOC_SET_PIN_FILE(0) of an active swap "
-                          "file succeeded, want ETXTBSY")
-        except OSError as e:
-            if e.errno != errno.ETXTBSY:
-                failed.append("F2FS_IOC_SET_PIN_FILE(0) of an active "
-                              f"swap file: {e.strerror}, want ETXTBSY")
         with File(os.path.join(d, "swap-pin-dst")) as g:
-            try:
-                move_range(f, g, MIB, 0, 64 * KIB)
-                failed.append("F2FS_IOC_MOVE_RANGE of 64 KiB of an active "
-                              "swap file succeeded")
-            except OSError as e:
-                if e.errno != errno.EOPNOTSUPP:
-                    failed.append("F2FS_IOC_MOVE_RANGE of an active swap "
-                                  f"file: {e.strerror}, want EOPNOTSUPP")
+            for call, what, code in (
+                    (lambda: set_pin(f.fd, 0), "F2FS_IOC_SET_PIN_FILE(0)",
+                     errno.ETXTBSY),
+                    (lambda: move_range(f, g, MIB, 0, 64 * KIB),
+                     "F2FS_IOC_MOVE_RANGE of 64 KiB", errno.EOPNOTSUPP)):
+                try:
+                    want_errno(call, f"{what} of an active swap file", code)
+                except Mismatch as e:
+                    failed.append(str(e))
         after = phys_blocks(f.path)
         moved = sum(1 for b, a in before.items() if after.get(b) != a)
         if moved:
@@ -4176,12 +4188,7 @@ def case_atomic_swap(d):
     takes swapon, and an atomic write on the swap file must fail to start
     (EINVAL), also after F2FS_IOC_SET_PIN_FILE(0), which unpinned it
     before patch 70 (7.3 refused only a pinned file; patch 68)."""
-    size = 8 * MIB
-    f = File(os.path.join(d, "atomic-swap"))
-    f.write(0, pattern(330, size))
-    f.write(0, swap_header(size // 4096))
-    os.fsync(f.fd)
-    os.fchmod(f.fd, 0o600)
+    f = swap_file(d, "atomic-swap", 330)
     fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
     f.write(2 * MIB, pattern(331, 64 * KIB))
     f.write(5 * MIB + 3, pattern(332, 4 * KIB))
@@ -4301,9 +4308,12 @@ def case_atomic_commit_eio(d):
     start tried again succeeds, and so does its commit, which without
     patch 69 reported the error the start had taken a second time,
     aborting a transaction that had none."""
-    each_variant(((False, True), (True, True), (False, False)),
-                 lambda v: atomic_commit_eio(d, *v))
-    each_variant((True, False), lambda other: atomic_start_eio(d, other))
+    p = functools.partial
+    each_variant((p(atomic_commit_eio, d, False, True),
+                  p(atomic_commit_eio, d, True, True),
+                  p(atomic_commit_eio, d, False, False),
+                  p(atomic_start_eio, d, True),
+                  p(atomic_start_eio, d, False)), lambda run: run())
     print("atomic-commit-eio: a write error of staged blocks failed the "
           "commit and left the file as it was, plain and replacing, "
           "reported through another file descriptor or the committing "
@@ -4314,11 +4324,8 @@ def case_atomic_commit_eio(d):
 def inject_write_error(d, fd):
     """Write back fd's file with every write failing (FAULT_WRITE_IO),
     which sync_file_range() must report, through fd."""
-    f2fs_inject(d, 1, FAULT_WRITE_IO)
-    try:
+    with injecting(d, FAULT_WRITE_IO):
         failed = libc().sync_file_range(fd, 0, 0, 7) != 0
-    finally:
-        f2fs_inject(d, 0, 0)
     if not failed:
         raise Mismatch("the injected write error was not reported")
 
@@ -4381,12 +4388,9 @@ def atomic_start_eio(d, other):
             want_errno(lambda: start_atomic(f, False),
                        f"{what}: the start", errno.EIO)
         else:
-            f2fs_inject(d, 1, FAULT_WRITE_IO)
-            try:
+            with injecting(d, FAULT_WRITE_IO):
                 want_errno(lambda: start_atomic(f, False),
                            f"{what}: the start writing back", errno.EIO)
-            finally:
-                f2fs_inject(d, 0, 0)
         # Written again, whole: block 0 has a known content.  No fsync,
         # which would take the error if the start had not.
         f.write(0, pattern(366, 4 * KIB))
