@@ -2702,17 +2702,15 @@ def case_atomic_lookup_error(d):
             write_back_and_drop(f, what)
             os.sync()
             off = blk * 4096 + 10 + rate
-            f2fs_inject(d, rate, FAULT_INCONSISTENT_FOOTER)
-            try:
-                if op == "read":
-                    got = os.pread(f.fd, 4096, blk * 4096)
-                else:
-                    os.pwrite(f.fd, bytes([rate]), off)
-                err = None
-            except OSError as e:
-                err = e
-            finally:
-                f2fs_inject(d, 0, 0)
+            with injecting(d, FAULT_INCONSISTENT_FOOTER, rate):
+                try:
+                    if op == "read":
+                        got = os.pread(f.fd, 4096, blk * 4096)
+                    else:
+                        os.pwrite(f.fd, bytes([rate]), off)
+                    err = None
+                except OSError as e:
+                    err = e
             when = f"{op} of block {blk} with node footer check {rate} failing"
             if err is not None:
                 if err.errno != errno.EUCLEAN:
@@ -2760,18 +2758,10 @@ def case_atomic_enospc(d):
         before = bytes(f.model)
         start_atomic(f, replace)
         off = len(f.model)
-        f2fs_inject(d, 1, FAULT_BLOCK)
-        try:
-            os.pwrite(f.fd, pattern(181, 64 * KIB), off)
-            err = None
-        except OSError as e:
-            err = e
-        finally:
-            f2fs_inject(d, 0, 0)
-        if err is None or err.errno != errno.ENOSPC:
-            raise Mismatch(f"{what}: the atomic {kind}'s write at {off} "
-                           f"with no block to reserve: "
-                           f"{err or 'it wrote'}, want ENOSPC")
+        with injecting(d, FAULT_BLOCK):
+            want_errno(lambda: os.pwrite(f.fd, pattern(181, 64 * KIB), off),
+                       f"{what}: the atomic {kind}'s write at {off} with "
+                       "no block to reserve", errno.ENOSPC)
         end_atomic(f, "abort", before)
         f.verify_all(f"{what}: the atomic {kind} aborted after a write "
                      "failed with ENOSPC")
@@ -3012,14 +3002,10 @@ def atomic_pin(d, stats, end):
     """case_atomic_pin() for one way to end: the order of the folio of the
     pinned page."""
     args = [stats] if end.startswith("short") else []
-    if end == "short-commit":
-        f2fs_inject(d, 1, FAULT_ATOMIC_TIMEOUT)
-    try:
+    with (injecting(d, FAULT_ATOMIC_TIMEOUT) if end == "short-commit"
+          else contextlib.nullcontext()):
         r = run(["atomic-pin", os.path.join(d, f"atomic-pin-{end}"),
                  f"/tmp/atomic-pin-fuse-{end}", end] + args, ok_fail=True)
-    finally:
-        if end == "short-commit":
-            f2fs_inject(d, 0, 0)
     out = (r.stdout + r.stderr).strip()
     if r.returncode:
         raise Mismatch(" / ".join(out.splitlines()[-4:]))
@@ -3624,10 +3610,10 @@ def f2fs_inject(d, rate, kind):
 
 
 @contextlib.contextmanager
-def injecting(d, kind):
-    """f2fs_inject() of kind at every chance for the with block, off
-    after it."""
-    f2fs_inject(d, 1, kind)
+def injecting(d, kind, rate=1):
+    """f2fs_inject() of kind at every rate-th chance (every one by
+    default) for the with block, off after it."""
+    f2fs_inject(d, rate, kind)
     try:
         yield
     finally:
@@ -3865,17 +3851,10 @@ def case_partial_read(d):
     os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
     off = MIB + 100                 # head block partial, tail block-aligned
     data = pattern(141, MIB // 2 - 100)
-    f2fs_inject(d, 1, FAULT_READ_IO)
-    try:
-        os.pwrite(f.fd, data, off)
-        err = None
-    except OSError as e:
-        err = e
-    finally:
-        f2fs_inject(d, 0, 0)
-    if err is None or err.errno != 5:
-        raise Mismatch(f"write over an unread partial block with read "
-                       f"errors injected: got {err or 'success'}, want EIO")
+    with injecting(d, FAULT_READ_IO):
+        want_eio(lambda: os.pwrite(f.fd, data, off),
+                 "write over an unread partial block with read errors "
+                 "injected")
     f.verify_all("failed partial-block write")
     # The same write without the injection; its folio must be large.
     os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -4350,17 +4329,10 @@ def atomic_commit_eio(d, replace, other):
             inject_write_error(d, fd2 if other else f.fd)
         finally:
             os.close(fd2)
-        try:
-            end_atomic(f, "commit", None)
-            err = None
-        except OSError as e:
-            err = e.errno
+        want_eio(lambda: end_atomic(f, "commit", None),
+                 f"{what}: the commit after a write error of its staged "
+                 "blocks")
         f.model = bytearray(before)
-        if err != errno.EIO:
-            raise Mismatch(f"{what}: the commit after a write error of its "
-                           "staged blocks gave "
-                           f"{errno.errorcode.get(err, 'success')}, "
-                           "want EIO")
         f.verify_all(f"{what}: failed commit")
         start_atomic(f, replace)
         f.write(32 * KIB, pattern(364, 4 * KIB))
