@@ -270,6 +270,7 @@ def case_truncate(d):
           f"{len(FOLIOS)} sizes, the tails read as zero")
 
 
+F2FS_IOC_GARBAGE_COLLECT = 0x4004f506
 F2FS_IOC_GARBAGE_COLLECT_RANGE = 0x4018f50b
 F2FS_IOC_DEFRAGMENT = 0xc010f508
 FALLOC_KEEP_SIZE = 0x01
@@ -4105,10 +4106,9 @@ def case_swap(d):
           "loaded again; data kept")
 
 
-def swap_file(d, name, seed):
-    """A new 8 MiB file ready for swapon, written (pattern seed) and
-    fsync'd: page 0 a swap header, mode 0600."""
-    size = 8 * MIB
+def swap_file(d, name, seed, size=8 * MIB):
+    """A new file of size (8 MiB by default) ready for swapon, written
+    (pattern seed) and fsync'd: page 0 a swap header, mode 0600."""
     f = File(os.path.join(d, name))
     f.write(0, pattern(seed, size))
     f.write(0, swap_header(size // 4096))
@@ -4157,6 +4157,55 @@ def case_swap_pin(d):
     print(f"swap-pin: an active swap file stayed pinned: "
           f"F2FS_IOC_SET_PIN_FILE(0) and F2FS_IOC_MOVE_RANGE refused, none "
           f"of its {len(before)} blocks moved; data kept")
+
+
+def case_swap_gc(d):
+    """Foreground GC leaves an active swap file pinned (patch 71).  Of a
+    swap file of 8 MiB and 64 KiB, swapon moves the last 16 blocks to a
+    section of their own, which another pinned file's fallocate() then
+    takes from the pinned log: a section with free blocks, a GC victim.
+    With reserved_segments raised past the free segments,
+    F2FS_IOC_GARBAGE_COLLECT runs foreground GC until it finds no victim:
+    it must give up on the swap file's section and return, every block
+    of the file staying where swapon mapped it.  (7.3 unpinned the file
+    after gc_pin_file_thresh failures, 2048, and moved its 16 blocks, from
+    under swap.)"""
+    f = swap_file(d, "swap-gc", 337, 8 * MIB + 64 * KIB)
+    if libc().swapon(f.path.encode(), 0):
+        raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
+    failed = []
+    try:
+        with File(os.path.join(d, "swap-gc-pinned")) as g:
+            set_pin(g.fd, 1)
+            os.posix_fallocate(g.fd, 0, 2 * MIB)
+            os.fsync(g.fd)
+        os.sync()
+        before = phys_blocks(f.path)
+        reserved = sysfs_int(d, "reserved_segments")
+        sysfs_int(d, "reserved_segments", 1 << 16)
+        try:
+            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT, struct.pack("<I", 1))
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ENODATA):
+                failed.append(f"F2FS_IOC_GARBAGE_COLLECT: {e}")
+        finally:
+            sysfs_int(d, "reserved_segments", reserved)
+        after = phys_blocks(f.path)
+        moved = sorted(b for b, a in before.items() if after.get(b) != a)
+        if moved:
+            failed.append(f"GC moved {len(moved)} of the {len(before)} "
+                          f"blocks of the active swap file, from block "
+                          f"{moved[0]}")
+    finally:
+        if libc().swapoff(f.path.encode()):
+            failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
+    if failed:
+        raise Mismatch("swap-gc: " + "; ".join(failed))
+    f.verify_all("swap-gc: file after swapoff")
+    f.close()
+    print(f"swap-gc: foreground GC with no other victim left the "
+          f"{len(before)} blocks of an active swap file where swapon "
+          "mapped them; data kept")
 
 
 def case_atomic_swap(d):
@@ -4974,6 +5023,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "new-runs": case_new_runs, "cp-disable": case_cp_disable,
          "pin": case_pin,
          "swap": case_swap, "swap-pin": case_swap_pin,
+         "swap-gc": case_swap_gc,
          "atomic-swap": case_atomic_swap,
          "atomic-falloc": case_atomic_falloc,
          "atomic-seek": case_atomic_seek,

@@ -157,6 +157,13 @@ for v in $(special_variants); do
 		inlinecrypt,background_gc=off "$(variant_order $v)" mkwrite-gc \
 		"$(variant_folios $v)" v2-iv32
 done
+# Foreground GC that finds no victim but an active swap file's section
+# (edges.py swap-gc), on a filesystem of its own: it collects every other
+# dirty section first.
+for v in $(special_variants); do
+	edges_one "edges-f2fs-swap-gc-$v" f2fs "" "$(variant_order $v)" \
+		swap-gc "$(variant_folios $v)"
+done
 # data_flush writes dirty files back before a background checkpoint
 # (edges.py data-flush); nodiscard, as queued discards count as I/O in
 # flight, which puts the checkpoint off.
