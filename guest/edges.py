@@ -203,16 +203,27 @@ class File:
         self.close()
 
 
+def variant_name(v):
+    """A variant as each_variant() names it: a partial() as its call, or
+    the value itself."""
+    if isinstance(v, functools.partial):
+        return f"{v.func.__name__}({', '.join(map(repr, v.args))})"
+    return str(v)
+
+
 def each_variant(variants, run_one):
     """run_one(v) for each v of variants, all run even after one fails, so
     that a failure shows which others fail too: a list of what each run
-    returned, or a Mismatch with every failure's message."""
+    returned, or a Mismatch with every failure's message (an unexpected
+    OSError of a run counts as its failure, named by the variant)."""
     results, failed = [], []
     for v in variants:
         try:
             results.append(run_one(v))
         except Mismatch as e:
             failed.append(str(e))
+        except OSError as e:
+            failed.append(f"{variant_name(v)}: {e}")
     if failed:
         raise Mismatch(" // ".join(failed))
     return results
@@ -4165,11 +4176,12 @@ def case_swap_gc(d):
     section of their own, which another pinned file's fallocate() then
     takes from the pinned log: a section with free blocks, a GC victim.
     With reserved_segments raised past the free segments,
-    F2FS_IOC_GARBAGE_COLLECT runs foreground GC until it finds no victim:
-    it must give up on the swap file's section and return, every block
-    of the file staying where swapon mapped it.  (7.3 unpinned the file
-    after gc_pin_file_thresh failures, 2048, and moved its 16 blocks, from
-    under swap.)"""
+    F2FS_IOC_GARBAGE_COLLECT runs foreground GC until it stops: it must
+    give up on the swap file's section (EAGAIN, or success if it freed
+    other sections), every block of the file staying where swapon mapped
+    it.  ENODATA, no victim left, would mean that GC never met the
+    section.  (7.3 unpinned the file after gc_pin_file_thresh failures,
+    2048, moved its 16 blocks from under swap, and ran out of victims.)"""
     f = swap_file(d, "swap-gc", 337, 8 * MIB + 64 * KIB)
     if libc().swapon(f.path.encode(), 0):
         raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
@@ -4186,8 +4198,10 @@ def case_swap_gc(d):
         try:
             fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT, struct.pack("<I", 1))
         except OSError as e:
-            if e.errno not in (errno.EAGAIN, errno.ENODATA):
-                failed.append(f"F2FS_IOC_GARBAGE_COLLECT: {e}")
+            if e.errno != errno.EAGAIN:
+                failed.append(f"F2FS_IOC_GARBAGE_COLLECT: {e}, want EAGAIN "
+                              "or success, GC giving up on the swap file's "
+                              "section")
         finally:
             sysfs_int(d, "reserved_segments", reserved)
         after = phys_blocks(f.path)
@@ -4203,6 +4217,8 @@ def case_swap_gc(d):
         raise Mismatch("swap-gc: " + "; ".join(failed))
     f.verify_all("swap-gc: file after swapoff")
     f.close()
+    os.unlink(f.path)
+    os.unlink(os.path.join(d, "swap-gc-pinned"))
     print(f"swap-gc: foreground GC with no other victim left the "
           f"{len(before)} blocks of an active swap file where swapon "
           "mapped them; data kept")
