@@ -4128,6 +4128,31 @@ def swap_file(d, name, seed, size=8 * MIB):
     return f
 
 
+@contextlib.contextmanager
+def swapped_on(f, what):
+    """f active as swap for the with block, which appends its failures to
+    the list it is given; after swapoff, a Mismatch (named what) with
+    every failure, or f's data checked."""
+    if libc().swapon(f.path.encode(), 0):
+        raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
+    failed = []
+    try:
+        yield failed
+    finally:
+        if libc().swapoff(f.path.encode()):
+            failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
+    if failed:
+        raise Mismatch(f"{what}: " + "; ".join(failed))
+    f.verify_all(f"{what}: file after swapoff")
+
+
+def moved_blocks(before, path):
+    """The file blocks of path no longer at the disk blocks before (from
+    phys_blocks()) gave them, sorted."""
+    after = phys_blocks(path)
+    return sorted(b for b, a in before.items() if after.get(b) != a)
+
+
 def case_swap_pin(d):
     """An active swap file stays pinned (patch 70): swap reads and writes
     it by the block addresses it mapped at swapon, so a block of it that
@@ -4138,10 +4163,7 @@ def case_swap_pin(d):
     its blocks.  After swapoff, which unpins it, the data is as written.
     (7.3 unpinned it, and the move then took its blocks.)"""
     f = swap_file(d, "swap-pin", 335)
-    if libc().swapon(f.path.encode(), 0):
-        raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
-    failed = []
-    try:
+    with swapped_on(f, "swap-pin") as failed:
         before = phys_blocks(f.path)
         with File(os.path.join(d, "swap-pin-dst")) as g:
             for call, what, code in (
@@ -4153,17 +4175,10 @@ def case_swap_pin(d):
                     want_errno(call, f"{what} of an active swap file", code)
                 except Mismatch as e:
                     failed.append(str(e))
-        after = phys_blocks(f.path)
-        moved = sum(1 for b, a in before.items() if after.get(b) != a)
+        moved = moved_blocks(before, f.path)
         if moved:
-            failed.append(f"{moved} of the {len(before)} blocks of the "
+            failed.append(f"{len(moved)} of the {len(before)} blocks of the "
                           "active swap file moved")
-    finally:
-        if libc().swapoff(f.path.encode()):
-            failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
-    if failed:
-        raise Mismatch("swap-pin: " + "; ".join(failed))
-    f.verify_all("swap-pin: file after swapoff")
     f.close()
     print(f"swap-pin: an active swap file stayed pinned: "
           f"F2FS_IOC_SET_PIN_FILE(0) and F2FS_IOC_MOVE_RANGE refused, none "
@@ -4183,10 +4198,7 @@ def case_swap_gc(d):
     section.  (7.3 unpinned the file after gc_pin_file_thresh failures,
     2048, moved its 16 blocks from under swap, and ran out of victims.)"""
     f = swap_file(d, "swap-gc", 337, 8 * MIB + 64 * KIB)
-    if libc().swapon(f.path.encode(), 0):
-        raise Mismatch(f"swapon: {os.strerror(ctypes.get_errno())}")
-    failed = []
-    try:
+    with swapped_on(f, "swap-gc") as failed:
         with File(os.path.join(d, "swap-gc-pinned")) as g:
             set_pin(g.fd, 1)
             os.posix_fallocate(g.fd, 0, 2 * MIB)
@@ -4204,18 +4216,11 @@ def case_swap_gc(d):
                               "section")
         finally:
             sysfs_int(d, "reserved_segments", reserved)
-        after = phys_blocks(f.path)
-        moved = sorted(b for b, a in before.items() if after.get(b) != a)
+        moved = moved_blocks(before, f.path)
         if moved:
             failed.append(f"GC moved {len(moved)} of the {len(before)} "
                           f"blocks of the active swap file, from block "
                           f"{moved[0]}")
-    finally:
-        if libc().swapoff(f.path.encode()):
-            failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
-    if failed:
-        raise Mismatch("swap-gc: " + "; ".join(failed))
-    f.verify_all("swap-gc: file after swapoff")
     f.close()
     os.unlink(f.path)
     os.unlink(os.path.join(d, "swap-gc-pinned"))
