@@ -4447,6 +4447,63 @@ def atomic_start_eio(d, other):
         f.verify_all(f"{what}: committed")
 
 
+def case_atomic_commit_sync_eio(d):
+    """A commit whose staged blocks have moved into the file but whose
+    sync then fails keeps the file as the transaction made it, as a
+    failed fsync keeps a file (patch 69), and a mount after it finds the
+    old content or the new, never a mix.  A 256 KiB file, checkpointed;
+    an atomic write of 4 KiB at 32 KiB and 8 KiB at 256 KiB, plain and
+    replacing the file, its staged blocks written back; then the commit
+    with every write failing (FAULT_WRITE_IO): nothing is left for its
+    own writeback, the blocks move, and the sync's node writes fail,
+    which stops checkpoints.  The commit must fail with EIO and the file
+    read as the transaction has it, cached and read again.  Without
+    patch 69 the commit's abort dropped the cache and gave the file its
+    old size over the moved blocks: the block at 32 KiB new, the 8 KiB
+    past 256 KiB gone, and under a replacement zeroes from the file's
+    first byte.  Runs on a filesystem of its own, which it leaves
+    mounted again."""
+    ent = mount_entry(d)
+    dev, mnt, opts = ent[0], ent[1], ent[3]
+    found = []
+    for replace in (False, True):
+        how = "replace" if replace else "write"
+        what = f"atomic-commit-sync-eio ({how})"
+        path = os.path.join(d, f"atomic-commit-sync-eio-{how}")
+        with File(path) as f:
+            f.write(0, pattern(369, 256 * KIB))
+            os.fsync(f.fd)
+            os.sync()
+            old = bytes(f.model)
+            start_atomic(f, replace)
+            f.write(32 * KIB, pattern(370, 4 * KIB))
+            f.write(256 * KIB, pattern(371, 8 * KIB))
+            write_back(f)
+            new = bytes(f.model)
+            with injecting(d, FAULT_WRITE_IO):
+                want_eio(lambda: end_atomic(f, "commit", None),
+                         f"{what}: the commit whose sync fails")
+            f.verify(f"{what}: after the failed sync (cached)")
+            drop_caches()
+            f.verify(f"{what}: after the failed sync (cache dropped)")
+        run(["umount", mnt])
+        run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
+        unlock_again(d, mnt)
+        with open(path, "rb") as g:
+            got = g.read()
+        if got not in (old, new):
+            want = old if len(got) == len(old) else new
+            raise Mismatch(f"{what}: mounted again, size {len(got)}, "
+                           f"neither the old {len(old)} bytes nor the new "
+                           f"{len(new)}: {first_bad(got, want)}")
+        found.append(f"{how} {'old' if got == old else 'new'}")
+        os.unlink(path)
+    print("atomic-commit-sync-eio: a commit whose sync failed after its "
+          "blocks moved failed with EIO and left the file as the "
+          "transaction made it, plain and replacing; mounted again, "
+          f"the old content or the new ({', '.join(found)})")
+
+
 def seek(fd, off, whence):
     """lseek()'s offset, or the name of its error (ENXIO: no data or hole
     from off on)."""
@@ -5049,6 +5106,7 @@ CASES = {"straddle": case_straddle, "truncate": case_truncate,
          "atomic-falloc": case_atomic_falloc,
          "atomic-seek": case_atomic_seek,
          "atomic-commit-eio": case_atomic_commit_eio,
+         "atomic-commit-sync-eio": case_atomic_commit_sync_eio,
          "compress": case_compress,
          "compress-short-write": case_compress_short_write,
          "inline-short-write":

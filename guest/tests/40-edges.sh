@@ -164,6 +164,17 @@ for v in $(special_variants); do
 	edges_one "edges-f2fs-swap-gc-$v" f2fs "" "$(variant_order $v)" \
 		swap-gc "$(variant_folios $v)"
 done
+# An atomic commit whose sync fails after its blocks moved (edges.py
+# atomic-commit-sync-eio) stops checkpoints: on a filesystem of its own,
+# mounted again by the case; no background GC, whose writes would meet
+# the injected write errors too.  Plain, and encrypted as on Android.
+for v in $(special_variants); do
+	edges_one "edges-f2fs-syncfail-$v" f2fs background_gc=off \
+		"$(variant_order $v)" atomic-commit-sync-eio "$(variant_folios $v)"
+	edges_one "edges-f2fs-crypt-syncfail-$v" f2fs-crypt \
+		inlinecrypt,background_gc=off "$(variant_order $v)" \
+		atomic-commit-sync-eio "$(variant_folios $v)" v2-iv32
+done
 # data_flush writes dirty files back before a background checkpoint
 # (edges.py data-flush); nodiscard, as queued discards count as I/O in
 # flight, which puts the checkpoint off.
