@@ -4075,8 +4075,9 @@ def case_swap(d):
     """swapon of a file cached in large folios, some of them dirty: f2fs
     writes the file back, drops its cache and switches it to order-0
     folios (swap reads and writes it by block address), migrates its blocks
-    to whole sections and pins it.  After swapoff the data is as written,
-    read through order-0 folios; swapoff unpins the file, so once loaded
+    to whole sections and pins it.  Pages swap writes then land in the
+    file's blocks as f2fs maps them (swap_out()).  After swapoff the data
+    is as written, swap's pages included, read through order-0 folios; swapoff unpins the file, so once loaded
     again it has large folios.  mode=lfs refuses swap files and leaves the
     file as it was."""
     lfs = "mode=lfs" in mount_options(d)
@@ -4103,8 +4104,12 @@ def case_swap(d):
     if lfs:
         libc().swapoff(f.path.encode())
         raise Mismatch("swapon succeeded in lfs mode")
+    failed, out = swap_out(f, "swap", 322)
     if libc().swapoff(f.path.encode()):
-        raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
+        failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
+    if failed:
+        raise Mismatch("; ".join(failed))
+    drop_swap_cache(f)
     f.verify("swap file after swapoff")
     n = order0_folios(f.path, "swap file after swapoff")
     f.verify_all("swap file after swapoff")
@@ -4112,9 +4117,10 @@ def case_swap(d):
     reopen(f)
     lf2 = large_folios(f.path, "former swap file loaded again")
     f.close()
-    print(f"swap: {lf} pages in large folios before swapon, {n} pages in "
-          f"order-0 folios after swapoff, {lf2} in large folios once "
-          "loaded again; data kept")
+    print(f"swap: {lf} pages in large folios before swapon, {out} pages "
+          f"swapped out in the file's blocks, {n} pages in order-0 folios "
+          f"after swapoff, {lf2} in large folios once loaded again; data "
+          "kept")
 
 
 def swap_file(d, name, seed, size=8 * MIB):
@@ -4143,7 +4149,79 @@ def swapped_on(f, what):
             failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
     if failed:
         raise Mismatch(f"{what}: " + "; ".join(failed))
+    drop_swap_cache(f)
     f.verify_all(f"{what}: file after swapoff")
+
+
+MADV_PAGEOUT = 21
+
+
+def drop_swap_cache(f):
+    """Drop the clean page cache of f, a swap file after swapoff: swap
+    wrote its blocks beneath the cache, so pages cached before swapon
+    (with order-0 folios, which swapon keeps) or read by swapon's
+    migration of its blocks hold what the blocks held then, as on any
+    filesystem.  What swap left is on disk."""
+    os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def swap_out(f, what, seed):
+    """Have swap write pages to f, the only active swap area, and check
+    that each lands in f's own block at its slot, as f2fs maps the file
+    now: anonymous pages, each stamped, as many as nine tenths of f's
+    slots, reclaimed with MADV_PAGEOUT; /proc/self/pagemap gives each
+    page's swap slot (slot N: f's page N), filefrag the slot's disk
+    block, read with O_DIRECT.  The pages read back as stamped once
+    touched again, and f.model takes the pages swap wrote, which stay in
+    the file's blocks after swapoff (drop_swap_cache()).  The failures,
+    and how many pages went out."""
+    with open("/proc/swaps") as sw:
+        areas = [ln.split()[0] for ln in sw.readlines()[1:]]
+    if areas != [os.path.realpath(f.path)]:
+        return [f"{what}: swap areas {areas}, want {f.path} alone"], 0
+    n = len(f.model) // 4096 * 9 // 10
+    want = bytearray(pattern(seed, n * 4096))
+    for i in range(n):
+        want[i * 4096:i * 4096 + 8] = struct.pack("<Q", i)
+    buf = mmap.mmap(-1, n * 4096, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    buf[:] = want
+    buf.madvise(MADV_PAGEOUT)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    with open("/proc/self/pagemap", "rb") as pm:
+        pm.seek(addr // 4096 * 8)
+        ents = struct.unpack(f"<{n}Q", pm.read(n * 8))
+    slots = {i: (e >> 5) & ((1 << 50) - 1)
+             for i, e in enumerate(ents) if e >> 62 & 1 and not e & 0x1f}
+    failed = []
+    if len(slots) < n // 2:
+        failed.append(f"{what}: MADV_PAGEOUT swapped out {len(slots)} of "
+                      f"{n} pages, want at least half")
+    phys = phys_blocks(f.path)
+    dev = os.open(mount_source(os.path.dirname(f.path)),
+                  os.O_RDONLY | os.O_DIRECT)
+    blk = mmap.mmap(-1, 4096)
+    bad = []
+    try:
+        for i, slot in sorted(slots.items()):
+            page = bytes(want[i * 4096:(i + 1) * 4096])
+            if slot not in phys:
+                bad.append(f"slot {slot}: no block of the file")
+                continue
+            os.preadv(dev, [blk], phys[slot] * 4096)
+            if blk[:] != page:
+                bad.append(f"slot {slot} (file block {slot}, disk block "
+                           f"{phys[slot]}) does not hold page {i}")
+            f.model[slot * 4096:(slot + 1) * 4096] = page
+    finally:
+        os.close(dev)
+        blk.close()
+    if bad:
+        failed.append(f"{what}: {len(bad)} of the {len(slots)} pages swap "
+                      f"wrote are not in the file's blocks: {bad[0]}")
+    if buf[:] != want:
+        failed.append(f"{what}: the pages swapped out read back changed")
+    buf.close()
+    return failed, len(slots)
 
 
 def moved_blocks(before, path):
@@ -4160,8 +4238,9 @@ def case_swap_pin(d):
     give to another file.  F2FS_IOC_SET_PIN_FILE(0) of an active swap
     file fails (ETXTBSY), and F2FS_IOC_MOVE_RANGE of 64 KiB of it to
     another file, which refuses a pinned file (EOPNOTSUPP), moves none of
-    its blocks.  After swapoff, which unpins it, the data is as written.
-    (7.3 unpinned it, and the move then took its blocks.)"""
+    its blocks, and pages swap writes then land in the file's blocks
+    (swap_out()).  After swapoff, which unpins it, the data is as
+    written.  (7.3 unpinned it, and the move then took its blocks.)"""
     f = swap_file(d, "swap-pin", 335)
     with swapped_on(f, "swap-pin") as failed:
         before = phys_blocks(f.path)
@@ -4179,10 +4258,13 @@ def case_swap_pin(d):
         if moved:
             failed.append(f"{len(moved)} of the {len(before)} blocks of the "
                           "active swap file moved")
+        more, out = swap_out(f, "swap-pin", 336)
+        failed += more
     f.close()
     print(f"swap-pin: an active swap file stayed pinned: "
           f"F2FS_IOC_SET_PIN_FILE(0) and F2FS_IOC_MOVE_RANGE refused, none "
-          f"of its {len(before)} blocks moved; data kept")
+          f"of its {len(before)} blocks moved, the {out} pages swapped out "
+          "after them in its blocks; data kept")
 
 
 def case_swap_gc(d):
@@ -4194,8 +4276,9 @@ def case_swap_gc(d):
     F2FS_IOC_GARBAGE_COLLECT runs foreground GC until it stops: it must
     give up on the swap file's section (EAGAIN, or success if it freed
     other sections), every block of the file staying where swapon mapped
-    it.  ENODATA, no victim left, would mean that GC never met the
-    section.  (7.3 unpinned the file after gc_pin_file_thresh failures,
+    it, and pages swap writes then landing in the file's blocks
+    (swap_out()).  ENODATA, no victim left, would mean that GC never met
+    the section.  (7.3 unpinned the file after gc_pin_file_thresh failures,
     2048, moved its 16 blocks from under swap, and ran out of victims.)"""
     f = swap_file(d, "swap-gc", 337, 8 * MIB + 64 * KIB)
     with swapped_on(f, "swap-gc") as failed:
@@ -4221,12 +4304,15 @@ def case_swap_gc(d):
             failed.append(f"GC moved {len(moved)} of the {len(before)} "
                           f"blocks of the active swap file, from block "
                           f"{moved[0]}")
+        more, out = swap_out(f, "swap-gc", 338)
+        failed += more
     f.close()
     os.unlink(f.path)
     os.unlink(os.path.join(d, "swap-gc-pinned"))
     print(f"swap-gc: foreground GC with no other victim left the "
           f"{len(before)} blocks of an active swap file where swapon "
-          "mapped them; data kept")
+          f"mapped them, the {out} pages swapped out after it in them; "
+          "data kept")
 
 
 def case_atomic_swap(d):
