@@ -3608,7 +3608,7 @@ def case_collapse_race(d):
 
 FAULT_BLOCK = 1 << 7                # a block reservation fails (ENOSPC)
 FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
-FAULT_WRITE_IO = 1 << 14            # a data write's bio ends with EIO
+FAULT_WRITE_IO = 1 << 14            # any write bio ends in EIO, node ones too
 FAULT_INCONSISTENT_FOOTER = 1 << 21 # a node block's footer check fails
 FAULT_ATOMIC_TIMEOUT = 1 << 22      # a 1 s wait in the atomic commit
 
@@ -4077,9 +4077,9 @@ def case_swap(d):
     folios (swap reads and writes it by block address), migrates its blocks
     to whole sections and pins it.  Pages swap writes then land in the
     file's blocks as f2fs maps them (swap_out()).  After swapoff the data
-    is as written, swap's pages included, read through order-0 folios; swapoff unpins the file, so once loaded
-    again it has large folios.  mode=lfs refuses swap files and leaves the
-    file as it was."""
+    is as written, swap's pages included, read through order-0 folios;
+    swapoff unpins the file, so once loaded again it has large folios.
+    mode=lfs refuses swap files and leaves the file as it was."""
     lfs = "mode=lfs" in mount_options(d)
     size = 8 * MIB
     f = File(os.path.join(d, "swap"))
@@ -4355,6 +4355,7 @@ def case_atomic_swap(d):
             if err.errno != errno.EINVAL:
                 raise
             started = False
+        failed, out = swap_out(f, "atomic-swap", 333)
     finally:
         if libc().swapoff(f.path.encode()):
             raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
@@ -4362,11 +4363,15 @@ def case_atomic_swap(d):
         fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
         raise Mismatch("an atomic write started on a swap file after "
                        "F2FS_IOC_SET_PIN_FILE(0)")
+    if failed:
+        raise Mismatch("; ".join(failed))
+    drop_swap_cache(f)
     f.verify_all("file after swapoff")
     f.close()
     print(f"atomic-swap: swapon refused during the atomic write ({lf} pages "
           "in large folios), taken after its commit; no atomic write on "
-          "the swap file, also after an unpin")
+          f"the swap file, also after an unpin; {out} pages swapped out in "
+          "its blocks")
 
 
 def case_atomic_falloc(d):
