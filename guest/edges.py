@@ -4166,6 +4166,15 @@ def drop_swap_cache(f):
 
 
 def swap_out(f, what, seed):
+    """swap_out_pages(), an error in it one more failure, so that the
+    caller still turns swap off."""
+    try:
+        return swap_out_pages(f, what, seed)
+    except (OSError, Mismatch) as e:
+        return [f"{what}: swapping pages out: {e}"], 0
+
+
+def swap_out_pages(f, what, seed):
     """Have swap write pages to f, the only active swap area, and check
     that each lands in f's own block at its slot, as f2fs maps the file
     now: anonymous pages, each stamped, as many as nine tenths of f's
