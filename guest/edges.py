@@ -3200,17 +3200,24 @@ def unlock_again(d, mnt):
     return True
 
 
-def shutdown_and_mount(f, d):
-    """Shut the filesystem of d down as a crash would (F2FS_IOC_SHUTDOWN,
-    nothing synced) through f, which it closes, and mount it again, with
-    d's key added again if d is encrypted (unlock_again()'s result)."""
+def remount(d):
+    """Unmount the filesystem of d and mount it again with its options,
+    with d's key added again if d is encrypted (unlock_again()'s
+    result)."""
     dev, mnt, _, opts = mount_entry(d)[:4]
-    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
-                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
-    f.close()
     run(["umount", mnt])
     run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
     return unlock_again(d, mnt)
+
+
+def shutdown_and_mount(f, d):
+    """Shut the filesystem of d down as a crash would (F2FS_IOC_SHUTDOWN,
+    nothing synced) through f, which it closes, and mount it again
+    (remount()'s result)."""
+    fcntl.ioctl(f.fd, F2FS_IOC_SHUTDOWN,
+                struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
+    f.close()
+    return remount(d)
 
 
 def case_data_flush(d):
@@ -4348,34 +4355,27 @@ def case_atomic_swap(d):
     f.verify("atomic write after a refused swapon")
     end_atomic(f, "commit", None)
     f.verify_all("atomic write committed after a refused swapon")
-    if libc().swapon(f.path.encode(), 0):
-        raise Mismatch(f"swapon after the commit: "
-                       f"{os.strerror(ctypes.get_errno())}")
+    started = False
     try:
-        try:
-            set_pin(f.fd, 0)
-        except OSError as err:      # refused since patch 70 (swap-pin)
-            if err.errno != errno.ETXTBSY:
-                raise
-        try:
-            fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
-            started = True
-        except OSError as err:
-            if err.errno != errno.EINVAL:
-                raise
-            started = False
-        failed, out = swap_out(f, "atomic-swap", 333)
+        with swapped_on(f, "atomic-swap") as failed:
+            try:
+                set_pin(f.fd, 0)
+            except OSError as err:  # refused since patch 70 (swap-pin)
+                if err.errno != errno.ETXTBSY:
+                    raise
+            try:
+                fcntl.ioctl(f.fd, F2FS_IOC_START_ATOMIC_WRITE)
+                started = True
+                failed.append("an atomic write started on a swap file "
+                              "after F2FS_IOC_SET_PIN_FILE(0)")
+            except OSError as err:
+                if err.errno != errno.EINVAL:
+                    raise
+            more, out = swap_out(f, "atomic-swap", 333)
+            failed += more
     finally:
-        if libc().swapoff(f.path.encode()):
-            raise Mismatch(f"swapoff: {os.strerror(ctypes.get_errno())}")
-    if started:
-        fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
-        raise Mismatch("an atomic write started on a swap file after "
-                       "F2FS_IOC_SET_PIN_FILE(0)")
-    if failed:
-        raise Mismatch("; ".join(failed))
-    drop_swap_cache(f)
-    f.verify_all("file after swapoff")
+        if started:
+            fcntl.ioctl(f.fd, F2FS_IOC_ABORT_ATOMIC_WRITE)
     f.close()
     print(f"atomic-swap: swapon refused during the atomic write ({lf} pages "
           "in large folios), taken after its commit; no atomic write on "
@@ -4563,8 +4563,6 @@ def case_atomic_commit_sync_eio(d):
     past 256 KiB gone, and under a replacement zeroes from the file's
     first byte.  Runs on a filesystem of its own, which it leaves
     mounted again."""
-    ent = mount_entry(d)
-    dev, mnt, opts = ent[0], ent[1], ent[3]
     found = []
     for replace in (False, True):
         how = "replace" if replace else "write"
@@ -4586,9 +4584,7 @@ def case_atomic_commit_sync_eio(d):
             f.verify(f"{what}: after the failed sync (cached)")
             drop_caches()
             f.verify(f"{what}: after the failed sync (cache dropped)")
-        run(["umount", mnt])
-        run(["mount", "-t", "f2fs", "-o", opts, dev, mnt])
-        unlock_again(d, mnt)
+        remount(d)
         with open(path, "rb") as g:
             got = g.read()
         if got not in (old, new):
