@@ -4098,9 +4098,12 @@ def case_swap(d):
     f.write(0, swap_header(size // 4096))
     os.fchmod(f.fd, 0o600)
     lf = large_folios(f.path, "swap file before swapon")
-    if libc().swapon(f.path.encode(), 0):
+    if lfs:
+        if not libc().swapon(f.path.encode(), 0):
+            libc().swapoff(f.path.encode())
+            raise Mismatch("swapon succeeded in lfs mode")
         e = ctypes.get_errno()
-        if not (lfs and e == errno.EINVAL):
+        if e != errno.EINVAL:
             raise Mismatch(f"swapon: {os.strerror(e)}")
         large_folios(f.path, "a file lfs mode refused to swap on")
         f.verify_all("a file lfs mode refused to swap on")
@@ -4108,18 +4111,10 @@ def case_swap(d):
               "in large folios)")
         f.close()
         return
-    if lfs:
-        libc().swapoff(f.path.encode())
-        raise Mismatch("swapon succeeded in lfs mode")
-    failed, out = swap_out(f, "swap", 322)
-    if libc().swapoff(f.path.encode()):
-        failed.append(f"swapoff: {os.strerror(ctypes.get_errno())}")
-    if failed:
-        raise Mismatch("; ".join(failed))
-    drop_swap_cache(f)
-    f.verify("swap file after swapoff")
+    with swapped_on(f, "swap") as failed:
+        more, out = swap_out(f, "swap", 322)
+        failed += more
     n = order0_folios(f.path, "swap file after swapoff")
-    f.verify_all("swap file after swapoff")
     # swapoff unpins it: loaded again, the file has large folios.
     reopen(f)
     lf2 = large_folios(f.path, "former swap file loaded again")
