@@ -1662,8 +1662,9 @@ def case_short_write_eof(d, kind="plain"):
     stopped.  Left there, they took space, and the fsync'd dnode carried
     them: roll-forward recovery after a crash grew the file over them, to
     zeroes never written.  Here a 1 MiB write at 1 MiB from a buffer
-    readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again.
-    Then writes at the EOF of a file with 1 MiB preallocated past it that
+    readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again
+    (and on plain files, an O_DIRECT write that fails so, patch 72:
+    short_write_eof_dio()).  Then writes at the EOF of a file with 1 MiB preallocated past it that
     reserve nothing, which must leave those blocks alone: one refused
     (RWF_NOWAIT), one short into them, and one failed (EFAULT).
     kind "compressed": as plain, in a directory whose files are compressed
@@ -1679,6 +1680,8 @@ def case_short_write_eof(d, kind="plain"):
     # each kind its files: cases may share a filesystem
     name = "short-write-eof" + ("" if kind == "plain" else f"-{kind}")
     short_write_eof_new(d, kind, name)
+    if kind == "plain":
+        short_write_eof_dio(d, name + "-dio")
     g = File(os.path.join(d, name + "-nowait"))
     g.write(0, pattern(192, 8 * KIB))
     g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
@@ -1712,6 +1715,7 @@ def case_short_write_eof(d, kind="plain"):
     kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
     print(f"short-write-eof ({kind}): a short write past EOF "
+          + ("(and a failed O_DIRECT one) " if kind == "plain" else "")
           + ("(and a failed one past inline data) " if kind == "inline"
              else "")
           + ("(its first cluster compressed) " if kind == "compressed"
@@ -1830,6 +1834,66 @@ def short_write_eof_new(d, kind, name):
                        f"again: size {size}, want 100")
     h.verify_all("short-write-eof: inline data after a failed write")
     h.close()
+
+
+def short_write_eof_dio(d, name):
+    """An O_DIRECT write that fails past EOF leaves no block past EOF
+    either.  f2fs_preallocate_blocks() reserves nothing for a direct
+    write that starts inside EOF (nor for any in mode=lfs), and the
+    direct write's mapping (f2fs_iomap_begin()) then allocates the blocks
+    of its whole range before it writes them.  When the source stops
+    being readable part way, iomap fails the whole write (EFAULT) and
+    nothing dropped the blocks it allocated past EOF: fsync'd, roll-forward
+    recovery after a crash grew the file over them, to what those blocks
+    held before.  Here a 1 MiB O_DIRECT write 8 KiB before the EOF of a
+    1 MiB file with a hole there, from a buffer readable for 12 KiB; then
+    fsync, F2FS_IOC_SHUTDOWN and a mount again: only the blocks inside EOF
+    that the write allocated may stay, and the size must be 1 MiB, or
+    where the write ended if it reports a short write.  The bytes it
+    wrote inside EOF are on disk."""
+    f = File(os.path.join(d, name))
+    f.write(0, pattern(196, 4096))
+    f.truncate(MIB)
+    os.fsync(f.fd)
+    off, length, copied = MIB - 8 * KIB, MIB, 12 * KIB
+    src = pattern(197, copied)
+    buf, view = partly_readable(length, src, "short-write-eof")
+    fd = os.open(f.path, os.O_WRONLY | os.O_DIRECT)
+    try:
+        done = os.pwrite(fd, view, off)
+    except OSError as e:
+        if e.errno != errno.EFAULT:
+            f.close()
+            raise Mismatch(f"short-write-eof: an O_DIRECT write at {off} "
+                           f"from a buffer readable for {copied} bytes "
+                           f"failed: {e}, want EFAULT or a short write")
+        done = 0
+    finally:
+        os.close(fd)
+    if done % 4096 or done > copied:
+        f.close()
+        raise Mismatch(f"short-write-eof: an O_DIRECT write from a buffer "
+                       f"readable for {copied} bytes wrote {done}")
+    # a failed write wrote what it could inside EOF
+    inside = max(done, MIB - off)
+    f.model[off:off + inside] = src[:inside]
+    want = 1 + inside // 4096
+    blocks = blocks_allocated(f.fd)
+    os.fsync(f.fd)
+    shutdown_and_mount(f, d)
+    f = File(f.path, f.model)
+    size = os.fstat(f.fd).st_size
+    if blocks != want or size != len(f.model):
+        f.close()
+        raise Mismatch(f"a 1 MiB O_DIRECT write 8 KiB before the EOF of a "
+                       f"1 MiB file, its source readable for {copied} "
+                       f"bytes, which returned {done or 'EFAULT'}: {blocks} "
+                       f"blocks allocated, want {want}; fsync'd, shut "
+                       f"down and mounted again: size {size}, want "
+                       f"{len(f.model)}")
+    f.verify_all("short-write-eof: a failed O_DIRECT write recovered "
+                 "after a shutdown")
+    f.close()
 
 
 def compressed(f, what):
