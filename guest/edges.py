@@ -536,8 +536,44 @@ def case_dio(d):
     finally:
         os.close(dfd)
         f.close()
+    dio_into_holes(d)
     print("dio: O_DIRECT reads see dirty cached data, buffered reads "
-          "see O_DIRECT writes")
+          "see O_DIRECT writes; one over holes and data reads back")
+
+
+def dio_into_holes(d):
+    """A 6 MiB O_DIRECT write over a hole, 1 MiB of data and a hole,
+    inside EOF: f2fs_map_blocks() ends a direct write's run where blocks
+    it allocates meet blocks it does not (patch 73; in mode=lfs it
+    allocates all), and takes back the address of a block it allocated
+    that can't join the run, as where the log moves on to another
+    segment, for the next mapping to allocate again.  All of it reads back, from 1536 blocks
+    and a direct node block (i_blocks counts it: the inode addresses
+    fewer than 1024)."""
+    f = File(os.path.join(d, "dio-holes"))
+    f.truncate(6 * MIB)
+    f.write(2 * MIB, pattern(12, MIB))
+    os.fsync(f.fd)
+    buf = mmap.mmap(-1, 6 * MIB)                            # page aligned
+    data = pattern(13, 6 * MIB)
+    buf[:] = data
+    dfd = os.open(f.path, os.O_RDWR | os.O_DIRECT)
+    try:
+        n = os.pwritev(dfd, [buf], 0)
+    finally:
+        os.close(dfd)
+    if n != len(data):
+        f.close()
+        raise Mismatch(f"an O_DIRECT write of {len(data)} bytes over holes "
+                       f"and data wrote {n}")
+    f.model[:] = data
+    f.verify_all("an O_DIRECT write over holes and data")
+    blocks = blocks_allocated(f.fd)
+    f.close()
+    if blocks != len(data) // 4096 + 1:
+        raise Mismatch(f"an O_DIRECT write of {len(data)} bytes over holes "
+                       f"and data: {blocks} blocks allocated, want "
+                       f"{len(data) // 4096 + 1}")
 
 
 def interleave(f, filler, size, seed):
@@ -1664,7 +1700,8 @@ def case_short_write_eof(d, kind="plain"):
     zeroes never written.  Here a 1 MiB write at 1 MiB from a buffer
     readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again
     (and on plain files, an O_DIRECT write that fails so, patch 72:
-    short_write_eof_dio()).  Then writes at the EOF of a file with 1 MiB preallocated past it that
+    short_write_eof_dio(), and one inside EOF, patch 73:
+    failed_dio_inside_eof()).  Then writes at the EOF of a file with 1 MiB preallocated past it that
     reserve nothing, which must leave those blocks alone: one refused
     (RWF_NOWAIT), one short into them, and one failed (EFAULT).
     kind "compressed": as plain, in a directory whose files are compressed
@@ -1682,6 +1719,7 @@ def case_short_write_eof(d, kind="plain"):
     short_write_eof_new(d, kind, name)
     if kind == "plain":
         short_write_eof_dio(d, name + "-dio")
+        failed_dio_inside_eof(d, name + "-dio-inside")
     g = File(os.path.join(d, name + "-nowait"))
     g.write(0, pattern(192, 8 * KIB))
     g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
@@ -1715,7 +1753,8 @@ def case_short_write_eof(d, kind="plain"):
     kept(g, before, "a write from an unreadable buffer (EFAULT)")
     g.close()
     print(f"short-write-eof ({kind}): a short write past EOF "
-          + ("(and a failed O_DIRECT one) " if kind == "plain" else "")
+          + ("(and failed O_DIRECT ones past and inside EOF) "
+             if kind == "plain" else "")
           + ("(and a failed one past inline data) " if kind == "inline"
              else "")
           + ("(its first cluster compressed) " if kind == "compressed"
@@ -1893,6 +1932,94 @@ def short_write_eof_dio(d, name):
                        f"{len(f.model)}")
     f.verify_all("short-write-eof: a failed O_DIRECT write recovered "
                  "after a shutdown")
+    f.close()
+
+
+def failed_dio_inside_eof(d, name):
+    """An O_DIRECT write inside EOF that fails part way leaves no block
+    mapped that it allocated and did not write (patch 73).
+    f2fs_iomap_begin() allocates the blocks of a direct write's holes
+    (in mode=lfs, for a write that starts in a hole or crosses EOF, every
+    block, moving the file's data out of place) for the whole of a
+    mapping before iomap writes any; when the source stops being
+    readable, iomap fails the write (EFAULT) and the rest stayed mapped,
+    never written: they read as what the device held there, a deleted
+    file's data (zeroes on a fresh ramdisk).  Patch 73 takes their
+    addresses back: reserved (NEW_ADDR), they read as zeroes and hold no
+    data for SEEK_DATA.  Here a 1 MiB file
+    whose first 512 KiB are a hole, an O_DIRECT write of 1 MiB at 0 from
+    a buffer readable for 12 KiB, then the same after fsync,
+    F2FS_IOC_SHUTDOWN and a mount again.  The 12 KiB written read back;
+    no other block of the hole holds data, and every block of the data
+    keeps its data, or in mode=lfs, whose write moved it before the
+    failure, may read as zeroes holding none (its old data is gone, a
+    7.3 limit: f2fs has no unwritten extents), never a block mapped that
+    reads zeroes."""
+    lfs = "mode=lfs" in mount_options(d)
+    f = File(os.path.join(d, name))
+    half = MIB // 2
+    f.write(half, pattern(198, half))
+    os.fsync(f.fd)
+    length, copied = MIB, 12 * KIB
+    src = pattern(199, copied)
+    buf, view = partly_readable(length, src, "failed-dio-inside-eof")
+    fd = os.open(f.path, os.O_WRONLY | os.O_DIRECT)
+    try:
+        done = os.pwrite(fd, view, 0)
+    except OSError as e:
+        if e.errno != errno.EFAULT:
+            f.close()
+            raise Mismatch(f"short-write-eof: an O_DIRECT write inside EOF "
+                           f"from a buffer readable for {copied} bytes "
+                           f"failed: {e}, want EFAULT or a short write")
+        done = 0
+    finally:
+        os.close(fd)
+    if done % 4096 or done > copied:
+        f.close()
+        raise Mismatch(f"short-write-eof: an O_DIRECT write inside EOF from "
+                       f"a buffer readable for {copied} bytes wrote {done}")
+    old = bytes(f.model)
+    new = bytearray(old)
+    new[:copied] = src
+    for when in ("after the failed write",
+                 "fsync'd, shut down and mounted again"):
+        if when != "after the failed write":
+            os.fsync(f.fd)
+            shutdown_and_mount(f, d)
+            f = File(f.path, old)
+        os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        got = os.pread(f.fd, MIB + 1, 0)
+        bad = []
+        for off in range(0, MIB, 4096):
+            blk = got[off:off + 4096]
+            try:
+                mapped = os.lseek(f.fd, off, os.SEEK_DATA) == off
+            except OSError as e:
+                if e.errno != errno.ENXIO:
+                    raise
+                mapped = False
+            if off < copied:
+                ok = blk == new[off:off + 4096] and mapped
+            elif off < half:
+                ok = not mapped and blk == bytes(4096)
+            else:
+                ok = (mapped and blk == old[off:off + 4096]) or \
+                    (lfs and not mapped and blk == bytes(4096))
+            if not ok:
+                bad.append(off // 4096)
+        if len(got) != MIB or bad:
+            blocks = blocks_allocated(f.fd)
+            f.close()
+            raise Mismatch(f"short-write-eof: a 1 MiB O_DIRECT write at 0 "
+                           f"into a 1 MiB file whose first half is a hole, "
+                           f"its source readable for {copied} bytes, which "
+                           f"returned {done or 'EFAULT'}; {when}: size "
+                           f"{len(got)}, {len(bad)} blocks wrong (from block "
+                           f"{bad[0] if bad else '-'}; a block the write "
+                           f"did not reach must be as before, and in the "
+                           f"hole a hole; "
+                           f"{blocks} blocks allocated)")
     f.close()
 
 
@@ -4994,6 +5121,7 @@ def case_quota_limit(d):
         f.verify_all("at the limit")
         quota_check(d, dev, "at the limit (after fsync and a cache "
                     "drop)")
+        dio = dio_to_limit(d, dev, os.path.join(qd, "dio"), charged)
     finally:
         quota_set_limit(dev, QUOTA_ID, 0)
 
@@ -5015,7 +5143,62 @@ def case_quota_limit(d):
     print(f"quota-limit: a {size >> 20} MiB write stopped by the quota at "
           f"block {(off + n) // 4096}, writes of 4 KiB at block "
           f"{(off + filled) // 4096}, {limit - charged} bytes below the "
-          f"limit; charges equal the blocks ({lf} pages in large folios)")
+          f"limit; charges equal the blocks ({lf} pages in large folios); "
+          f"{dio}")
+
+
+def dio_to_limit(d, dev, path, charged):
+    """An O_DIRECT write of 4 MiB into a hole inside EOF, as user
+    QUOTA_ID, with room for 1 MiB left under the limit: f2fs_iomap_begin()
+    allocates the holes of its mapping until the quota stops it (EDQUOT),
+    and the blocks it allocated before then must be taken back, as nothing
+    writes them (patch 73; before it, 256 blocks stayed mapped, never
+    written).  They stay reserved (NEW_ADDR), charged, as a buffered
+    write's preallocation leaves blocks it did not write.  What the write
+    wrote, if anything, reads back; no other block holds data (SEEK_DATA),
+    and the charges equal the blocks."""
+    size = 4 * MIB
+    quota_set_limit(dev, QUOTA_ID, (charged + MIB) // 1024)
+    src = mmap.mmap(-1, size)
+    src[:] = pattern(401, size)
+
+    def work():
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.ftruncate(fd, size)
+        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+        try:
+            return os.pwrite(fd, src, 0)
+        except OSError as e:
+            if e.errno != errno.EDQUOT:
+                raise
+            return 0
+        finally:
+            os.close(fd)
+    n = as_quota_user(work)
+    if n % 4096 or n >= size:
+        raise Mismatch(f"quota-limit: an O_DIRECT write of {size} bytes with "
+                       f"room for {MIB} under the limit wrote {n}")
+    f = File(path, bytes(src[:n]) + bytes(size - n))
+    try:
+        data = os.lseek(f.fd, n, os.SEEK_DATA)
+    except OSError as e:
+        if e.errno != errno.ENXIO:
+            raise
+        data = size
+    if data < size:
+        blocks = blocks_allocated(f.fd)
+        f.close()
+        raise Mismatch(f"quota-limit: an O_DIRECT write of {size} bytes into "
+                       f"a hole, with room for {MIB} under the limit, which "
+                       f"returned {n or 'EDQUOT'}: a block at {data} holds "
+                       f"data, none past {n} should ({blocks} blocks "
+                       f"allocated)")
+    f.verify_all("quota-limit: an O_DIRECT write stopped by the quota")
+    f.close()
+    quota_check(d, dev, "after an O_DIRECT write stopped by the quota")
+    return (f"an O_DIRECT write into a hole stopped by it wrote {n} bytes "
+            f"and left no other block")
 
 
 def case_enospc(d):
