@@ -547,9 +547,9 @@ def dio_into_holes(d):
     it allocates meet blocks it does not (patch 73; in mode=lfs it
     allocates all), and takes back the address of a block it allocated
     that can't join the run, as where the log moves on to another
-    segment, for the next mapping to allocate again.  All of it reads back, from 1536 blocks
-    and a direct node block (i_blocks counts it: the inode addresses
-    fewer than 1024)."""
+    segment, for the next mapping to allocate again.  All of it reads
+    back, from 1536 blocks and a direct node block (i_blocks counts it:
+    the inode addresses fewer than 1024)."""
     f = File(os.path.join(d, "dio-holes"))
     f.truncate(6 * MIB)
     f.write(2 * MIB, pattern(12, MIB))
@@ -1701,9 +1701,10 @@ def case_short_write_eof(d, kind="plain"):
     readable for 12 KiB, an fsync, F2FS_IOC_SHUTDOWN and a mount again
     (and on plain files, an O_DIRECT write that fails so, patch 72:
     short_write_eof_dio(), and one inside EOF, patch 73:
-    failed_dio_inside_eof()).  Then writes at the EOF of a file with 1 MiB preallocated past it that
-    reserve nothing, which must leave those blocks alone: one refused
-    (RWF_NOWAIT), one short into them, and one failed (EFAULT).
+    failed_dio_inside_eof()).  Then writes at the EOF of a file with
+    1 MiB preallocated past it that reserve nothing, which must leave
+    those blocks alone: one refused (RWF_NOWAIT), one short into them,
+    and one failed (EFAULT).
     kind "compressed": as plain, in a directory whose files are compressed
     (case_compress_short_write()); "inline": the file whose write stops
     short has inline data, which ->write_begin() converts, and so has one
@@ -1946,10 +1947,10 @@ def failed_dio_inside_eof(d, name):
     never written: they read as what the device held there, a deleted
     file's data (zeroes on a fresh ramdisk).  Patch 73 takes their
     addresses back: reserved (NEW_ADDR), they read as zeroes and hold no
-    data for SEEK_DATA.  Here a 1 MiB file
-    whose first 512 KiB are a hole, an O_DIRECT write of 1 MiB at 0 from
-    a buffer readable for 12 KiB, then the same after fsync,
-    F2FS_IOC_SHUTDOWN and a mount again.  The 12 KiB written read back;
+    data for SEEK_DATA.  Here a 1 MiB file whose first 512 KiB are a
+    hole, an O_DIRECT write of 1 MiB at 0 from a buffer readable for
+    12 KiB, then the same after fsync, F2FS_IOC_SHUTDOWN and a mount
+    again.  The 12 KiB written read back;
     no other block of the hole holds data, and every block of the data
     keeps its data, or in mode=lfs, whose write moved it before the
     failure, may read as zeroes holding none (its old data is gone, a
@@ -2018,7 +2019,7 @@ def failed_dio_inside_eof(d, name):
                            f"{len(got)}, {len(bad)} blocks wrong (from block "
                            f"{bad[0] if bad else '-'}; a block the write "
                            f"did not reach must be as before, and in the "
-                           f"hole a hole; "
+                           f"hole hold no data; "
                            f"{blocks} blocks allocated)")
     f.close()
 
@@ -5198,7 +5199,7 @@ def dio_to_limit(d, dev, path, charged):
     f.close()
     quota_check(d, dev, "after an O_DIRECT write stopped by the quota")
     return (f"an O_DIRECT write into a hole stopped by it wrote {n} bytes "
-            f"and left no other block")
+            f"and left no other block mapped")
 
 
 def case_enospc(d):
