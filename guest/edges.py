@@ -1876,6 +1876,32 @@ def short_write_eof_new(d, kind, name):
     h.close()
 
 
+def failed_dio_write(f, off, length, src):
+    """Write length bytes at off of File f with O_DIRECT, from a buffer
+    readable only for its first len(src) bytes (src, a multiple of
+    4 KiB): the write must fail with EFAULT (0 returned here) or be
+    short, by whole blocks.  What it wrote is left to the caller."""
+    copied = len(src)
+    buf, view = partly_readable(length, src, "short-write-eof")
+    fd = os.open(f.path, os.O_WRONLY | os.O_DIRECT)
+    try:
+        done = os.pwrite(fd, view, off)
+    except OSError as e:
+        if e.errno != errno.EFAULT:
+            f.close()
+            raise Mismatch(f"short-write-eof: an O_DIRECT write at {off} "
+                           f"from a buffer readable for {copied} bytes "
+                           f"failed: {e}, want EFAULT or a short write")
+        done = 0
+    finally:
+        os.close(fd)
+    if done % 4096 or done > copied:
+        f.close()
+        raise Mismatch(f"short-write-eof: an O_DIRECT write at {off} from "
+                       f"a buffer readable for {copied} bytes wrote {done}")
+    return done
+
+
 def short_write_eof_dio(d, name):
     """An O_DIRECT write that fails past EOF leaves no block past EOF
     either.  f2fs_preallocate_blocks() reserves nothing for a direct
@@ -1897,23 +1923,7 @@ def short_write_eof_dio(d, name):
     os.fsync(f.fd)
     off, length, copied = MIB - 8 * KIB, MIB, 12 * KIB
     src = pattern(197, copied)
-    buf, view = partly_readable(length, src, "short-write-eof")
-    fd = os.open(f.path, os.O_WRONLY | os.O_DIRECT)
-    try:
-        done = os.pwrite(fd, view, off)
-    except OSError as e:
-        if e.errno != errno.EFAULT:
-            f.close()
-            raise Mismatch(f"short-write-eof: an O_DIRECT write at {off} "
-                           f"from a buffer readable for {copied} bytes "
-                           f"failed: {e}, want EFAULT or a short write")
-        done = 0
-    finally:
-        os.close(fd)
-    if done % 4096 or done > copied:
-        f.close()
-        raise Mismatch(f"short-write-eof: an O_DIRECT write from a buffer "
-                       f"readable for {copied} bytes wrote {done}")
+    done = failed_dio_write(f, off, length, src)
     # a failed write wrote what it could inside EOF
     inside = max(done, MIB - off)
     f.model[off:off + inside] = src[:inside]
@@ -1950,12 +1960,11 @@ def failed_dio_inside_eof(d, name):
     data for SEEK_DATA.  Here a 1 MiB file whose first 512 KiB are a
     hole, an O_DIRECT write of 1 MiB at 0 from a buffer readable for
     12 KiB, then the same after fsync, F2FS_IOC_SHUTDOWN and a mount
-    again.  The 12 KiB written read back;
-    no other block of the hole holds data, and every block of the data
-    keeps its data, or in mode=lfs, whose write moved it before the
-    failure, may read as zeroes holding none (its old data is gone, a
-    7.3 limit: f2fs has no unwritten extents), never a block mapped that
-    reads zeroes."""
+    again.  The 12 KiB written read back; no other block of the hole
+    holds data, and every block of the data keeps its data, or in
+    mode=lfs, whose write moved it before the failure, may read as
+    zeroes holding none (its old data is gone, a 7.3 limit: f2fs has no
+    unwritten extents), never a block mapped that reads zeroes."""
     lfs = "mode=lfs" in mount_options(d)
     f = File(os.path.join(d, name))
     half = MIB // 2
@@ -1963,23 +1972,7 @@ def failed_dio_inside_eof(d, name):
     os.fsync(f.fd)
     length, copied = MIB, 12 * KIB
     src = pattern(199, copied)
-    buf, view = partly_readable(length, src, "failed-dio-inside-eof")
-    fd = os.open(f.path, os.O_WRONLY | os.O_DIRECT)
-    try:
-        done = os.pwrite(fd, view, 0)
-    except OSError as e:
-        if e.errno != errno.EFAULT:
-            f.close()
-            raise Mismatch(f"short-write-eof: an O_DIRECT write inside EOF "
-                           f"from a buffer readable for {copied} bytes "
-                           f"failed: {e}, want EFAULT or a short write")
-        done = 0
-    finally:
-        os.close(fd)
-    if done % 4096 or done > copied:
-        f.close()
-        raise Mismatch(f"short-write-eof: an O_DIRECT write inside EOF from "
-                       f"a buffer readable for {copied} bytes wrote {done}")
+    done = failed_dio_write(f, 0, length, src)
     old = bytes(f.model)
     new = bytearray(old)
     new[:copied] = src
