@@ -1708,7 +1708,8 @@ def case_short_write_eof(d, kind="plain"):
     kind "compressed": as plain, in a directory whose files are compressed
     (case_compress_short_write()); "inline": the file whose write stops
     short has inline data, which ->write_begin() converts, and so has one
-    whose write fails (EFAULT); "pinned": a pinned file, which refuses
+    whose write fails (EFAULT), buffered and O_DIRECT
+    (failed_dio_inline()); "pinned": a pinned file, which refuses
     writes at its EOF (short_write_eof_pinned())."""
     if kind not in ("plain", "inline", "pinned", "compressed"):
         raise Mismatch(f"short-write-eof: no kind of file {kind!r}")
@@ -1721,6 +1722,8 @@ def case_short_write_eof(d, kind="plain"):
     if kind == "plain":
         short_write_eof_dio(d, name + "-dio")
         failed_dio_inside_eof(d, name + "-dio-inside")
+    if kind == "inline":
+        failed_dio_inline(d, name + "-dio")
     g = File(os.path.join(d, name + "-nowait"))
     g.write(0, pattern(192, 8 * KIB))
     g.fallocate(FALLOC_KEEP_SIZE, 8 * KIB, MIB)
@@ -1756,8 +1759,8 @@ def case_short_write_eof(d, kind="plain"):
     print(f"short-write-eof ({kind}): a short write past EOF "
           + ("(and failed O_DIRECT ones past and inside EOF) "
              if kind == "plain" else "")
-          + ("(and a failed one past inline data) " if kind == "inline"
-             else "")
+          + ("(and failed ones, buffered and O_DIRECT, past inline data) "
+             if kind == "inline" else "")
           + ("(its first cluster compressed) " if kind == "compressed"
              else "")
           + "left no block past it, the size recovered after a shutdown; "
@@ -1900,6 +1903,43 @@ def failed_dio_write(f, off, length, src):
         raise Mismatch(f"short-write-eof: an O_DIRECT write at {off} from "
                        f"a buffer readable for {copied} bytes wrote {done}")
     return done
+
+
+def failed_dio_inline(d, name):
+    """An O_DIRECT write past the inline data of a file that fails part
+    way.  f2fs_dio_write_iter() converts the inline data to block 0 before
+    the write maps its range; in mode=lfs the mapping then moves block 0
+    too.  The write reaches blocks 0 to 2 and fails (EFAULT): block 0,
+    inside EOF, keeps the 100 bytes written there; the blocks past EOF
+    that the mapping allocated, written or not, must not stay (patch 72:
+    without it the file kept 256 blocks); after fsync, F2FS_IOC_SHUTDOWN
+    and a mount the file is one block of 100 bytes, or as long as the
+    write reports if it is short."""
+    f = inline_file(os.path.join(d, name), 200, "short-write-eof")
+    copied = 12 * KIB
+    src = pattern(201, copied)
+    done = failed_dio_write(f, 0, MIB, src)
+    inline = is_inline(f.path)
+    size = max(done, len(f.model))
+    f.model[:size] = src[:size]
+    want = -(-size // 4096)
+    blocks = blocks_allocated(f.fd)
+    os.fsync(f.fd)
+    shutdown_and_mount(f, d)
+    f = File(f.path, f.model)
+    got = os.fstat(f.fd).st_size
+    if blocks != want or inline or got != size:
+        f.close()
+        raise Mismatch(f"short-write-eof: a 1 MiB O_DIRECT write at 0 into "
+                       f"100 bytes of inline data, its source readable for "
+                       f"{copied} bytes, which returned {done or 'EFAULT'}: "
+                       f"{blocks} blocks allocated, want {want}, the data "
+                       f"{'still' if inline else 'no longer'} inline (want "
+                       f"converted); fsync'd, shut down and mounted again: "
+                       f"size {got}, want {size}")
+    f.verify_all("short-write-eof: a failed O_DIRECT write past inline data "
+                 "recovered after a shutdown")
+    f.close()
 
 
 def short_write_eof_dio(d, name):

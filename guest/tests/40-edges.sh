@@ -99,11 +99,12 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-$v" f2fs "" "$(variant_order $v)" "$cases" \
 		"$(variant_folios $v)"
 	short_only $v && continue	# lib.sh: full_form
-	# mode=lfs changes where blocks go (no SSR, no in-place updates, GC);
+	# mode=lfs changes where blocks go (no SSR, no in-place updates, GC;
+	# direct writes move the blocks they overwrite);
 	# the short form leaves out the cases of the fault and read side.
 	LFS="straddle truncate punch gc gc-mark dnode-span runs new-runs
 		cp-disable extent atomic atomic-cow atomic-truncate atomic-gc pin
-		swap"
+		swap dio short-write-eof inline-short-write"
 	full_form && LFS="$LFS mmap mkwrite dirty-count collapse-race
 		partial-read atomic-pin inline"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
