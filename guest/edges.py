@@ -484,20 +484,8 @@ def case_punch_eof(d):
     f.write(0, pattern(196, 10 * KIB))
     os.fsync(f.fd)
     f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, 8 * KIB, 8 * KIB + 512)
-    blocks = blocks_allocated(f.fd)
-    os.fsync(f.fd)
-    path, model = f.path, f.model
-    shutdown_and_mount(f, d)
-    f = File(path, model)
-    size = os.fstat(f.fd).st_size
-    if blocks != 2 or size != 10 * KIB:
-        f.close()
-        raise Mismatch(f"punch-eof: a hole punched at 8192+8704 in a 10 KiB "
-                       f"file: {blocks} blocks allocated, want 2; fsync'd, "
-                       f"shut down and mounted again: size {size}, want "
-                       f"{10 * KIB}")
-    f.verify("punch-eof: shut down and mounted again")
-    f.close()
+    kept_after_shutdown(f, d, "punch-eof: a hole punched at 8192+8704 in a "
+                        "10 KiB file", 2)
     print("punch-eof: a hole punched past EOF reserved no block there, the "
           "size recovered after a shutdown; one ending in the block at EOF "
           "zeroed it, one into blocks reserved past EOF kept them")
@@ -1832,25 +1820,10 @@ def short_write_eof_new(d, kind, name):
     short_write(f, MIB, MIB, copied, 191, "short-write-eof", src)
     # only uptodate folios: this one, partly uptodate, folio-stat cannot see
     lf = folio_stat(f.path).large
-    want = (4096 + copied) // 4096
-    blocks = blocks_allocated(f.fd)
-    os.fsync(f.fd)
-    if kind == "compressed":
-        compressed(f, "fsync'd")
-    shutdown_and_mount(f, d)
-    f = File(f.path, f.model)
-    if kind == "compressed":
-        compressed(f, "shut down and mounted again")
-    size = os.fstat(f.fd).st_size
-    if blocks != want or size != len(f.model):
-        f.close()
-        raise Mismatch(f"a 1 MiB write at 1 MiB that copied {copied} bytes "
-                       f"({lf} pages in uptodate large folios): {blocks} "
-                       f"blocks allocated, want {want}; fsync'd, shut down "
-                       f"and mounted again: size {size}, want "
-                       f"{len(f.model)}")
-    f.verify("short-write-eof: recovered after a shutdown")
-    f.close()
+    kept_after_shutdown(f, d, f"short-write-eof: a 1 MiB write at 1 MiB "
+                        f"that copied {copied} bytes ({lf} pages in "
+                        f"uptodate large folios)", (4096 + copied) // 4096,
+                        compressed if kind == "compressed" else None)
     if kind != "inline":
         return
     # A write past the inline area that fails, its source unreadable:
@@ -1862,21 +1835,10 @@ def short_write_eof_new(d, kind, name):
     want_errno(lambda: os.pwrite(h.fd, view, MIB),
                "short-write-eof: a write past inline data from an "
                "unreadable buffer", errno.EFAULT)
-    blocks = blocks_allocated(h.fd)
-    inline = is_inline(h.path)
-    os.fsync(h.fd)
-    shutdown_and_mount(h, d)
-    h = File(h.path, h.model)
-    size = os.fstat(h.fd).st_size
-    if blocks != 1 or inline or size != 100:
-        h.close()
-        raise Mismatch(f"a write past 100 bytes of inline data that failed "
-                       f"(EFAULT): {blocks} blocks allocated, want 1, the "
-                       f"data {'still' if inline else 'no longer'} inline "
-                       f"(want converted); fsync'd, shut down and mounted "
-                       f"again: size {size}, want 100")
-    h.verify_all("short-write-eof: inline data after a failed write")
-    h.close()
+    what = ("short-write-eof: a write past 100 bytes of inline data that "
+            "failed (EFAULT)")
+    converted(h, what)
+    kept_after_shutdown(h, d, what, 1)
 
 
 def failed_dio_write(f, off, length, src):
@@ -1919,27 +1881,13 @@ def failed_dio_inline(d, name):
     copied = 12 * KIB
     src = pattern(201, copied)
     done = failed_dio_write(f, 0, MIB, src)
-    inline = is_inline(f.path)
+    what = (f"short-write-eof: a 1 MiB O_DIRECT write at 0 into 100 bytes "
+            f"of inline data, its source readable for {copied} bytes, which "
+            f"returned {done or 'EFAULT'}")
+    converted(f, what)
     size = max(done, len(f.model))
     f.model[:size] = src[:size]
-    want = -(-size // 4096)
-    blocks = blocks_allocated(f.fd)
-    os.fsync(f.fd)
-    shutdown_and_mount(f, d)
-    f = File(f.path, f.model)
-    got = os.fstat(f.fd).st_size
-    if blocks != want or inline or got != size:
-        f.close()
-        raise Mismatch(f"short-write-eof: a 1 MiB O_DIRECT write at 0 into "
-                       f"100 bytes of inline data, its source readable for "
-                       f"{copied} bytes, which returned {done or 'EFAULT'}: "
-                       f"{blocks} blocks allocated, want {want}, the data "
-                       f"{'still' if inline else 'no longer'} inline (want "
-                       f"converted); fsync'd, shut down and mounted again: "
-                       f"size {got}, want {size}")
-    f.verify_all("short-write-eof: a failed O_DIRECT write past inline data "
-                 "recovered after a shutdown")
-    f.close()
+    kept_after_shutdown(f, d, what, -(-size // 4096))
 
 
 def short_write_eof_dio(d, name):
@@ -1967,23 +1915,10 @@ def short_write_eof_dio(d, name):
     # a failed write wrote what it could inside EOF
     inside = max(done, MIB - off)
     f.model[off:off + inside] = src[:inside]
-    want = 1 + inside // 4096
-    blocks = blocks_allocated(f.fd)
-    os.fsync(f.fd)
-    shutdown_and_mount(f, d)
-    f = File(f.path, f.model)
-    size = os.fstat(f.fd).st_size
-    if blocks != want or size != len(f.model):
-        f.close()
-        raise Mismatch(f"a 1 MiB O_DIRECT write 8 KiB before the EOF of a "
-                       f"1 MiB file, its source readable for {copied} "
-                       f"bytes, which returned {done or 'EFAULT'}: {blocks} "
-                       f"blocks allocated, want {want}; fsync'd, shut "
-                       f"down and mounted again: size {size}, want "
-                       f"{len(f.model)}")
-    f.verify_all("short-write-eof: a failed O_DIRECT write recovered "
-                 "after a shutdown")
-    f.close()
+    kept_after_shutdown(f, d, f"short-write-eof: a 1 MiB O_DIRECT write 8 "
+                        f"KiB before the EOF of a 1 MiB file, its source "
+                        f"readable for {copied} bytes, which returned "
+                        f"{done or 'EFAULT'}", 1 + inside // 4096)
 
 
 def failed_dio_inside_eof(d, name):
@@ -2027,12 +1962,7 @@ def failed_dio_inside_eof(d, name):
         bad = []
         for off in range(0, MIB, 4096):
             blk = got[off:off + 4096]
-            try:
-                mapped = os.lseek(f.fd, off, os.SEEK_DATA) == off
-            except OSError as e:
-                if e.errno != errno.ENXIO:
-                    raise
-                mapped = False
+            mapped = seek(f.fd, off, os.SEEK_DATA) == off
             if off < copied:
                 ok = blk == new[off:off + 4096] and mapped
             elif off < half:
@@ -3419,6 +3349,30 @@ def shutdown_and_mount(f, d):
                 struct.pack("<I", F2FS_GOING_DOWN_NOSYNC))
     f.close()
     return remount(d)
+
+
+def kept_after_shutdown(f, d, what, want, check=None):
+    """File f, which what says how it was written, must have want blocks
+    allocated; fsync'd, shut down as a crash would and mounted again
+    (shutdown_and_mount()), it must keep them, its model's size and its
+    model's data.  check(f, when), if given, checks more once f is
+    fsync'd and again once it is mounted again.  Closes f."""
+    blocks = blocks_allocated(f.fd)
+    os.fsync(f.fd)
+    if check:
+        check(f, "fsync'd")
+    shutdown_and_mount(f, d)
+    f = File(f.path, f.model)
+    if check:
+        check(f, "shut down and mounted again")
+    size = os.fstat(f.fd).st_size
+    if blocks != want or size != len(f.model):
+        f.close()
+        raise Mismatch(f"{what}: {blocks} blocks allocated, want {want}; "
+                       f"fsync'd, shut down and mounted again: size {size}, "
+                       f"want {len(f.model)}")
+    f.verify_all(f"{what}: recovered after a shutdown")
+    f.close()
 
 
 def case_data_flush(d):
@@ -4924,6 +4878,13 @@ def inline_file(path, seed, what):
     return f
 
 
+def converted(f, what):
+    """File f, inline before what was done to it, must no longer be."""
+    if is_inline(f.path):
+        f.close()
+        raise Mismatch(f"{what}: the data still inline, want converted")
+
+
 def case_inline(d):
     """Inline data (a small file kept in its inode) is read into and
     converted from the order-0 folio at index 0, by a write past the
@@ -4943,8 +4904,7 @@ def case_inline(d):
             m.close()
         f.write(50, pattern(342, 4 * MIB))
         f.verify(f"inline-{how}: converted (cached)")
-        if is_inline(f.path):
-            raise Mismatch(f"inline-{how}: still inline after 4 MiB")
+        converted(f, f"inline-{how}: 4 MiB written at 50")
         lf = large_folios(f.path, f"inline-{how}: after conversion")
         f.verify_all(f"inline-{how}: converted")
         f.close()
@@ -5214,13 +5174,8 @@ def dio_to_limit(d, dev, path, charged):
         raise Mismatch(f"quota-limit: an O_DIRECT write of {size} bytes with "
                        f"room for {MIB} under the limit wrote {n}")
     f = File(path, bytes(src[:n]) + bytes(size - n))
-    try:
-        data = os.lseek(f.fd, n, os.SEEK_DATA)
-    except OSError as e:
-        if e.errno != errno.ENXIO:
-            raise
-        data = size
-    if data < size:
+    data = seek(f.fd, n, os.SEEK_DATA)
+    if data != "ENXIO":
         blocks = blocks_allocated(f.fd)
         f.close()
         raise Mismatch(f"quota-limit: an O_DIRECT write of {size} bytes into "
