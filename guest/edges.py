@@ -616,20 +616,17 @@ def gc_file(f, sync):
 TRACE = "/sys/kernel/tracing"
 
 
-def queued_bios(dev, fn, op="W"):
-    """fn()'s result, and the bios of op ("W" writes, "R" reads) queued to
-    dev while it ran, each as (first 4 KiB block, number of blocks) (the
-    block_bio_queue tracepoint: the test kernel has it, the bench kernel
-    has no tracing)."""
+def traced(events, fn):
+    """fn()'s result, and the text of the trace of events (as
+    "block/block_bio_queue") recorded while it ran (the test kernel has
+    tracing, the bench kernel none)."""
     if not os.path.isdir(f"{TRACE}/events"):
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACE],
                        capture_output=True)
-    ev = f"{TRACE}/events/block/block_bio_queue/enable"
-    if not os.path.exists(ev):
-        raise Mismatch(f"no {ev}: this case needs a kernel with tracing "
-                       "(./lab test --kernel test)")
-    st = os.stat(dev).st_rdev
-    want = f"{os.major(st)},{os.minor(st)}"
+    for ev in events:
+        if not os.path.exists(f"{TRACE}/events/{ev}/enable"):
+            raise Mismatch(f"no {TRACE}/events/{ev}: this case needs a "
+                           "kernel with tracing (./lab test --kernel test)")
 
     def put(name, val):
         with open(f"{TRACE}/{name}", "w") as t:
@@ -640,29 +637,91 @@ def queued_bios(dev, fn, op="W"):
     # static keys, ttwu_do_wakeup()'s among them, while timer interrupts
     # run it; under TCG a CPU once hit the patch's int3 after the patch
     # had ended ("Oops: int3" in ttwu_do_activate(), a panic in the
-    # guest).  Only the block layer's sites, idle here, are patched now.
+    # guest).  Only the traced events' sites are patched now.
     put("options/record-cmd", 0)
     put("buffer_size_kb", 16384)
     put("trace", "")
-    put("events/block/block_bio_queue/enable", 1)
+    for ev in events:
+        put(f"events/{ev}/enable", 1)
     put("tracing_on", 1)
     try:
         out = fn()
     finally:
         put("tracing_on", 0)
-        put("events/block/block_bio_queue/enable", 0)
+        for ev in events:
+            put(f"events/{ev}/enable", 0)
     for stats in glob.glob(f"{TRACE}/per_cpu/cpu*/stats"):
         with open(stats) as t:
             if re.search(r"^overrun: [1-9]", t.read(), re.M):
-                raise Mismatch("the trace buffer overran: bios lost")
-    bios = []
+                raise Mismatch("the trace buffer overran: events lost")
     with open(f"{TRACE}/trace") as t:
-        for m in re.finditer(r"block_bio_queue: (\d+,\d+) (\S+) (\d+) \+ "
-                             r"(\d+)", t.read()):
-            if m.group(1) == want and op in m.group(2) and int(m.group(4)):
-                bios.append((int(m.group(3)) // 8, int(m.group(4)) // 8))
+        text = t.read()
     put("trace", "")
+    return out, text
+
+
+def queued_bios(dev, fn, op="W"):
+    """fn()'s result, and the bios of op ("W" writes, "R" reads) queued to
+    dev while it ran, each as (first 4 KiB block, number of blocks) (the
+    block_bio_queue tracepoint)."""
+    st = os.stat(dev).st_rdev
+    want = f"{os.major(st)},{os.minor(st)}"
+    out, text = traced(["block/block_bio_queue"], fn)
+    bios = []
+    for m in re.finditer(r"block_bio_queue: (\d+,\d+) (\S+) (\d+) \+ "
+                         r"(\d+)", text):
+        if m.group(1) == want and op in m.group(2) and int(m.group(4)):
+            bios.append((int(m.group(3)) // 8, int(m.group(4)) // 8))
     return out, bios
+
+
+def case_submit_trace(d):
+    """f2fs's tracepoints of data writes submitted (f2fs_submit_folio_write
+    out of place, f2fs_submit_folio_bio in place) name the blocks written:
+    for a block or a run of blocks of a large folio, the first block's file
+    index and disk address, and the number of blocks, as an order-0 folio's
+    event names its one block; blktrace-like tools map writes back to files
+    by them.  Dirty blocks alone, in runs, and the whole of a folio, written
+    back (sync_file_range): every dirty block in one event exactly, at the
+    disk address the file maps it to after."""
+    size = 4 * MIB
+    nblk = size // 4096
+    f = File(os.path.join(d, "submit-trace"))
+    f.write(0, pattern(43, size))
+    write_back(f)
+    ino = os.fstat(f.fd).st_ino
+    dirty = sorted({5, 40, 1023} | set(range(9, 15)) | set(range(512, 1000)))
+    lf = large_folios(f.path, "submit-trace: cached file")
+    for b in dirty:
+        f.write(b * 4096, pattern(b + 44, 4096))
+    _, text = traced(["f2fs/f2fs_submit_folio_write",
+                      "f2fs/f2fs_submit_folio_bio"], lambda: write_back(f))
+    events = re.findall(rf"ino = {ino}, folio_index = (0x[0-9a-f]+), "
+                        r"blocks = (\d+), oldaddr = 0x[0-9a-f]+, "
+                        r"newaddr = (0x[0-9a-f]+)", text)
+    if not events:
+        raise Mismatch(f"submit-trace: no event of inode {ino} names a "
+                       f"number of blocks: {text.strip()[-300:]!r}")
+    phys = phys_blocks(f.path)
+    got = []
+    for idx, n, addr in events:
+        idx, addr = int(idx, 16), int(addr, 16)
+        for i in range(int(n)):
+            if phys.get(idx + i) != addr + i:
+                raise Mismatch(f"submit-trace: an event names block "
+                               f"{idx + i} at {addr + i}, the file maps it "
+                               f"at {phys.get(idx + i)}")
+            got.append(idx + i)
+    if sorted(got) != dirty:
+        extra = sorted(set(got) - set(dirty))
+        lost = sorted(set(dirty) - set(got))
+        raise Mismatch(f"submit-trace: {len(got)} blocks in {len(events)} "
+                       f"events, want the {len(dirty)} dirty ones once each "
+                       f"(not dirty: {extra[:5]}, missing: {lost[:5]})")
+    f.verify_all("submit-trace: written back")
+    f.close()
+    print(f"submit-trace: {len(dirty)} dirty blocks of {nblk} in "
+          f"{len(events)} events, {lf} pages in large folios")
 
 
 def case_gc_bios(d):

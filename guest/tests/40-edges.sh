@@ -67,8 +67,8 @@ edges_one() {
 }
 
 ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
-	gc-bios overwrite-gc short-write-eof inline-short-write pin-short-write
-	mmap mkwrite mmap-whole
+	gc-bios submit-trace overwrite-gc short-write-eof inline-short-write
+	pin-short-write mmap mkwrite mmap-whole
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
 	partial-read holes move-range move-range-race thp-collapse
 	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
@@ -103,8 +103,8 @@ for v in $(f2fs_variants); do
 	# direct writes move the blocks they overwrite);
 	# the short form leaves out the cases of the fault and read side.
 	LFS="straddle truncate punch gc gc-mark dnode-span runs new-runs
-		cp-disable extent atomic atomic-cow atomic-truncate atomic-gc pin
-		swap dio short-write-eof inline-short-write"
+		submit-trace cp-disable extent atomic atomic-cow atomic-truncate
+		atomic-gc pin swap dio short-write-eof inline-short-write"
 	full_form && LFS="$LFS mmap mkwrite dirty-count collapse-race
 		partial-read atomic-pin inline"
 	edges_one "edges-f2fs-lfs-$v" f2fs "mode=lfs" "$(variant_order $v)" \
@@ -139,9 +139,9 @@ for v in $(f2fs_variants); do
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		punch-eof short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span
-		runs new-runs cp-disable extent partial-read holes atomic atomic-cow
-		atomic-truncate atomic-read atomic-gc atomic-pin atomic-falloc
-		atomic-seek atomic-commit-eio thp-collapse enospc $CRYPT_LONG" \
+		runs new-runs submit-trace cp-disable extent partial-read holes
+		atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
+		atomic-falloc atomic-seek atomic-commit-eio thp-collapse enospc $CRYPT_LONG" \
 		"$(variant_folios $v)" v2-iv32
 done
 # A write fault with GC due (edges.py mkwrite-gc) on a filesystem of its
