@@ -675,53 +675,111 @@ def queued_bios(dev, fn, op="W"):
     return out, bios
 
 
+def submit_writes(ino, text):
+    """The data writes of inode ino in text, a trace of f2fs's submit
+    tracepoints (f2fs_submit_folio_write out of place, f2fs_submit_folio_bio
+    in place): (first file block, blocks, old and new disk address of the
+    first block), in the order submitted."""
+    events = re.findall(rf"ino = {ino}, folio_index = (0x[0-9a-f]+), "
+                        r"blocks = (\d+), oldaddr = (0x[0-9a-f]+), "
+                        r"newaddr = (0x[0-9a-f]+), rw = WRITE", text)
+    if not events:
+        raise Mismatch(f"no write event of inode {ino} names a number of "
+                       f"blocks: {text.strip()[-300:]!r}")
+    return [(int(i, 16), int(n), int(o, 16), int(a, 16))
+            for i, n, o, a in events]
+
+
+def check_named(what, events, phys, before=None):
+    """Check the blocks events (submit_writes()) name: each block at the
+    disk address the file maps it to now (phys_blocks()), named once; with
+    before (the map before the writes), each event's first block moved
+    from where it was.  Return the blocks named."""
+    got = []
+    for idx, n, old, addr in events:
+        if before is not None and before.get(idx) != old:
+            raise Mismatch(f"{what}: an event names block {idx} moved from "
+                           f"{old}, the file mapped it at {before.get(idx)}")
+        for i in range(n):
+            if phys.get(idx + i) != addr + i:
+                raise Mismatch(f"{what}: an event names block {idx + i} at "
+                               f"{addr + i}, the file maps it at "
+                               f"{phys.get(idx + i)}")
+            got.append(idx + i)
+    twice = sorted(b for b in set(got) if got.count(b) > 1)
+    if twice:
+        raise Mismatch(f"{what}: {len(twice)} blocks named more than once, "
+                       f"the first {twice[0]}")
+    return sorted(got)
+
+
 def case_submit_trace(d):
     """f2fs's tracepoints of data writes submitted (f2fs_submit_folio_write
     out of place, f2fs_submit_folio_bio in place) name the blocks written:
     for a block or a run of blocks of a large folio, the first block's file
     index and disk address, and the number of blocks, as an order-0 folio's
     event names its one block; blktrace-like tools map writes back to files
-    by them.  Dirty blocks alone, in runs, and the whole of a folio, written
-    back (sync_file_range): every dirty block in one event exactly, at the
-    disk address the file maps it to after."""
+    by them.  Each dirty block in one event exactly, at the disk address
+    the file maps it to after, when they are written back
+    (sync_file_range: dirty blocks alone, in runs, and the whole of a
+    folio), committed by an atomic write (block by block, to the COW
+    inode, whose addresses the commit gives the file), and moved by
+    foreground GC (GC of an encrypted file copies through META_MAPPING)."""
     size = 4 * MIB
     nblk = size // 4096
-    f = File(os.path.join(d, "submit-trace"))
-    f.write(0, pattern(43, size))
-    write_back(f)
-    ino = os.fstat(f.fd).st_ino
     dirty = sorted({5, 40, 1023} | set(range(9, 15)) | set(range(512, 1000)))
-    lf = large_folios(f.path, "submit-trace: cached file")
-    for b in dirty:
-        f.write(b * 4096, pattern(b + 44, 4096))
-    _, text = traced(["f2fs/f2fs_submit_folio_write",
-                      "f2fs/f2fs_submit_folio_bio"], lambda: write_back(f))
-    events = re.findall(rf"ino = {ino}, folio_index = (0x[0-9a-f]+), "
-                        r"blocks = (\d+), oldaddr = 0x[0-9a-f]+, "
-                        r"newaddr = (0x[0-9a-f]+)", text)
-    if not events:
-        raise Mismatch(f"submit-trace: no event of inode {ino} names a "
-                       f"number of blocks: {text.strip()[-300:]!r}")
-    phys = phys_blocks(f.path)
-    got = []
-    for idx, n, addr in events:
-        idx, addr = int(idx, 16), int(addr, 16)
-        for i in range(int(n)):
-            if phys.get(idx + i) != addr + i:
-                raise Mismatch(f"submit-trace: an event names block "
-                               f"{idx + i} at {addr + i}, the file maps it "
-                               f"at {phys.get(idx + i)}")
-            got.append(idx + i)
-    if sorted(got) != dirty:
-        extra = sorted(set(got) - set(dirty))
-        lost = sorted(set(dirty) - set(got))
-        raise Mismatch(f"submit-trace: {len(got)} blocks in {len(events)} "
-                       f"events, want the {len(dirty)} dirty ones once each "
-                       f"(not dirty: {extra[:5]}, missing: {lost[:5]})")
-    f.verify_all("submit-trace: written back")
+    report = []
+    for how in ("writeback", "atomic"):
+        what = f"submit-trace ({how})"
+        f = File(os.path.join(d, f"submit-trace-{how}"))
+        f.write(0, pattern(43, size))
+        write_back(f)
+        os.pread(f.fd, size, 0)                         # cached
+        ino = os.fstat(f.fd).st_ino
+        lf = large_folios(f.path, f"{what}: cached file")
+        before = phys_blocks(f.path)
+        if how == "atomic":
+            start_atomic(f, False)
+        for b in dirty:
+            f.write(b * 4096, pattern(b + 44, 4096))
+        _, text = traced(["f2fs/f2fs_submit_folio_write",
+                          "f2fs/f2fs_submit_folio_bio"],
+                         lambda: write_back(f) if how == "writeback" else
+                         end_atomic(f, "commit", None))
+        events = submit_writes(ino, text)
+        # an atomic write's first address is the COW inode's (reserved)
+        got = check_named(what, events, phys_blocks(f.path),
+                          before if how == "writeback" else None)
+        if got != dirty:
+            extra = sorted(set(got) - set(dirty))
+            lost = sorted(set(dirty) - set(got))
+            raise Mismatch(f"{what}: {len(got)} blocks in {len(events)} "
+                           f"events, want the {len(dirty)} dirty ones "
+                           f"(not dirty: {extra[:5]}, missing: {lost[:5]})")
+        f.verify_all(f"{what}: written")
+        f.close()
+        report.append(f"{how} {len(dirty)} of {nblk} in {len(events)} "
+                      f"events ({lf} pages in large folios)")
+    f, lf = gc_victim_cached(d, "submit-trace-gc", size, 45)
+    ino = os.fstat(f.fd).st_ino
+    before = phys_blocks(f.path)
+    moved, text = traced(["f2fs/f2fs_submit_folio_write",
+                          "f2fs/f2fs_submit_folio_bio"],
+                         lambda: gc_file(f, 1))
+    events = submit_writes(ino, text)
+    got = check_named("submit-trace (GC)", events, phys_blocks(f.path),
+                      before)
+    # GC refuses a segment a log is writing into (gc_bios)
+    if len(got) < nblk // 2:
+        raise Mismatch(f"submit-trace (GC {moved}): {len(got)} blocks "
+                       f"named, want half the file's {nblk} at least")
+    f.verify("submit-trace (GC): after GC (cached)")
+    drop_caches()
+    f.verify_all("submit-trace (GC)")
     f.close()
-    print(f"submit-trace: {len(dirty)} dirty blocks of {nblk} in "
-          f"{len(events)} events, {lf} pages in large folios")
+    report.append(f"GC {len(got)} in {len(events)} events ({lf} pages in "
+                  "large folios)")
+    print(f"submit-trace: blocks named right: {'; '.join(report)}")
 
 
 def case_gc_bios(d):
