@@ -1711,6 +1711,50 @@ def case_mmap_whole(d):
           f"{faults} write faults")
 
 
+def case_mmap_punch(d):
+    """A hole punched inside dirty folios that a process maps writable
+    leaves the hole's blocks clean.  mm cannot split a dirty large folio
+    (its f2fs state keeps it whole), so truncation drops the hole's dirty
+    blocks and then unmaps the folio, and the dirty ptes it takes down
+    marked the whole folio dirty again (->dirty_folio() cannot tell which
+    blocks a store changed), the hole's blocks too, which writeback could
+    then write before the punch freed them.  Counted in f2fs's dirty
+    blocks: the hole's go, exactly, as order-0 folios' pages go with the
+    hole.  A hole inside a folio, and one across two.  (A zero range
+    writes its range's folios back before it truncates them, so meets no
+    dirty folio there but through a store racing it.)"""
+    f, lf = cached_file(d, "mmap-punch", 120)
+    os.sync()
+    m = mmap.mmap(f.fd, 4 * MIB)
+    report = []
+    try:
+        for off in range(0, 2 * MIB, 4096):
+            b = bytes([f.model[off] ^ 0x3c])
+            m[off:off + 1] = b
+            f.model[off:off + 1] = b
+        # the first inside a folio of 64 KiB or more, the second across
+        # the end of one at 1 MiB + 128 KiB
+        for off, length in ((MIB + 20 * KIB, 40 * KIB),
+                            (MIB + 116 * KIB, 24 * KIB)):
+            before = f2fs_dirty_data()
+            f.fallocate(FALLOC_PUNCH_HOLE | FALLOC_KEEP_SIZE, off, length)
+            after = f2fs_dirty_data()
+            if before is None or before - after != length // 4096:
+                raise Mismatch(f"mmap-punch: {length // 4096} blocks "
+                               f"punched at {off} inside dirty mapped "
+                               f"folios ({lf} pages in large folios): "
+                               f"{before} blocks dirty before, {after} "
+                               "after")
+            report.append(f"{length // 4096}: {before} -> {after}")
+            f.verify(f"mmap-punch: {length // 4096} blocks punched (cached)")
+    finally:
+        m.close()
+    f.verify_all("mmap-punch")
+    f.close()
+    print(f"mmap-punch: blocks punched, dirty blocks counted "
+          f"{', '.join(report)} ({lf} pages in large folios)")
+
+
 def dm_table(name, table=None):
     """The table of device mapper device name, or load table into it and
     make it live (reload and resume)."""
@@ -3739,6 +3783,44 @@ def case_runs(d):
     print(f"runs: {nblk} blocks written back {n} ways, under bio size caps "
           f"of 12 KiB, 20 KiB and none, "
           f"{'in place' if in_place else 'out of place'}")
+
+
+def case_read_cap(d):
+    """Reads keep f2fs's cap on the size of a bio (max_io_bytes), as
+    7.3's reads, block by block, did: a large folio's run of blocks goes
+    into a read bio as one range, so it must be cut at the cap, and join
+    a bio only if the bio then stays within it.  A file written in one
+    piece, read back from the disk through readahead under caps of 12 KiB
+    and 20 KiB (three and five blocks): every read bio the cap at most,
+    and at least one that long, the data right."""
+    dev = mount_source(d)
+    knob = f"{f2fs_sysfs(d)}/max_io_bytes"
+    size = 4 * MIB
+    f = File(os.path.join(d, "read-cap"))
+    f.write(0, pattern(47, size))
+    os.fsync(f.fd)
+    report = []
+    try:
+        for cap in (12 * KIB, 20 * KIB):
+            with open(knob, "w") as k:
+                k.write(f"{cap}\n")
+            drop_caches()
+            _, bios = queued_bios(dev, lambda: f.verify(
+                f"read-cap: read under a cap of {cap // KIB} KiB"), op="R")
+            lf = large_folios(f.path, f"read-cap: read under a cap of "
+                              f"{cap // KIB} KiB")
+            longest = max((n for _, n in bios), default=0)
+            if longest != cap // 4096:
+                raise Mismatch(f"read-cap: under a cap of {cap // KIB} KiB "
+                               f"the longest of {len(bios)} read bios is "
+                               f"{longest * 4} KiB")
+            report.append(f"{cap // KIB} KiB: {len(bios)} bios, "
+                          f"{lf} pages in large folios")
+    finally:
+        with open(knob, "w") as k:
+            k.write("0\n")
+    f.close()
+    print(f"read-cap: read bios within the cap: {'; '.join(report)}")
 
 
 def case_cp_disable(d):

@@ -68,9 +68,10 @@ edges_one() {
 
 ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
 	gc-bios submit-trace overwrite-gc short-write-eof inline-short-write
-	pin-short-write mmap mkwrite mmap-whole
-	dirty-count dirty-none dnode-span runs new-runs cp-disable extent collapse-race
-	partial-read holes move-range move-range-race thp-collapse
+	pin-short-write mmap mkwrite mmap-whole mmap-punch
+	dirty-count dirty-none dnode-span runs new-runs read-cap cp-disable
+	extent collapse-race partial-read holes move-range move-range-race
+	thp-collapse
 	atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
 	atomic-falloc atomic-seek atomic-commit-eio inline pin swap swap-pin
 	atomic-swap pressure enospc"
@@ -138,8 +139,9 @@ for v in $(f2fs_variants); do
 	# blocks through META_MAPPING.
 	edges_one "edges-f2fs-crypt-$v" f2fs-crypt inlinecrypt \
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
-		punch-eof short-write-eof dio mmap mkwrite mmap-whole dirty-count dnode-span
-		runs new-runs submit-trace cp-disable extent partial-read holes
+		punch-eof short-write-eof dio mmap mkwrite mmap-whole mmap-punch
+		dirty-count dnode-span runs new-runs read-cap submit-trace
+		cp-disable extent partial-read holes
 		atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
 		atomic-falloc atomic-seek atomic-commit-eio thp-collapse enospc $CRYPT_LONG" \
 		"$(variant_folios $v)" v2-iv32
