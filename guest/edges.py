@@ -675,6 +675,9 @@ def queued_bios(dev, fn, op="W"):
     return out, bios
 
 
+SUBMIT_EVENTS = ["f2fs/f2fs_submit_folio_write", "f2fs/f2fs_submit_folio_bio"]
+
+
 def submit_writes(ino, text):
     """The data writes of inode ino in text, a trace of f2fs's submit
     tracepoints (f2fs_submit_folio_write out of place, f2fs_submit_folio_bio
@@ -742,8 +745,7 @@ def case_submit_trace(d):
             start_atomic(f, False)
         for b in dirty:
             f.write(b * 4096, pattern(b + 44, 4096))
-        _, text = traced(["f2fs/f2fs_submit_folio_write",
-                          "f2fs/f2fs_submit_folio_bio"],
+        _, text = traced(SUBMIT_EVENTS,
                          lambda: write_back(f) if how == "writeback" else
                          end_atomic(f, "commit", None))
         events = submit_writes(ino, text)
@@ -763,9 +765,7 @@ def case_submit_trace(d):
     f, lf = gc_victim_cached(d, "submit-trace-gc", size, 45)
     ino = os.fstat(f.fd).st_ino
     before = phys_blocks(f.path)
-    moved, text = traced(["f2fs/f2fs_submit_folio_write",
-                          "f2fs/f2fs_submit_folio_bio"],
-                         lambda: gc_file(f, 1))
+    moved, text = traced(SUBMIT_EVENTS, lambda: gc_file(f, 1))
     events = submit_writes(ino, text)
     got = check_named("submit-trace (GC)", events, phys_blocks(f.path),
                       before)
@@ -1677,6 +1677,15 @@ def mkwrite_gc(d):
           f"ended (GC moved block {moved}), the store on disk")
 
 
+def store_each_page(f, m, start, end, flip):
+    """Store to the first byte of each page of f in [start, end) through m,
+    a shared mapping of it, flipping its bits by flip, in the model too."""
+    for off in range(start, end, 4096):
+        b = bytes([f.model[off] ^ flip])
+        m[off:off + 1] = b
+        f.model[off:off + 1] = b
+
+
 def case_mmap_whole(d):
     """Stores through a shared mapping of a file cached in large folios
     take one write fault per folio: the mapping starts at a 2 MiB boundary
@@ -1694,10 +1703,7 @@ def case_mmap_whole(d):
         m.close()
         raise Mismatch(f"a 4 MiB shared mapping at {addr:#x}, not at a "
                        "2 MiB boundary")
-    for off in range(0, 4 * MIB, 4096):
-        b = bytes([f.model[off] ^ 0x5a])
-        m[off:off + 1] = b
-        f.model[off:off + 1] = b
+    store_each_page(f, m, 0, 4 * MIB, 0x5a)
     m.close()
     faults = (iostat_mapped(d) - before) // 4096
     if not folios or faults > folios:
@@ -1728,10 +1734,7 @@ def case_mmap_punch(d):
     m = mmap.mmap(f.fd, 4 * MIB)
     report = []
     try:
-        for off in range(0, 2 * MIB, 4096):
-            b = bytes([f.model[off] ^ 0x3c])
-            m[off:off + 1] = b
-            f.model[off:off + 1] = b
+        store_each_page(f, m, 0, 2 * MIB, 0x3c)
         # the first inside a folio of 64 KiB or more, the second across
         # the end of one at 1 MiB + 128 KiB
         for off, length in ((MIB + 20 * KIB, 40 * KIB),
@@ -3794,7 +3797,6 @@ def case_read_cap(d):
     and 20 KiB (three and five blocks): every read bio the cap at most,
     and at least one that long, the data right."""
     dev = mount_source(d)
-    knob = f"{f2fs_sysfs(d)}/max_io_bytes"
     size = 4 * MIB
     f = File(os.path.join(d, "read-cap"))
     f.write(0, pattern(47, size))
@@ -3802,8 +3804,7 @@ def case_read_cap(d):
     report = []
     try:
         for cap in (12 * KIB, 20 * KIB):
-            with open(knob, "w") as k:
-                k.write(f"{cap}\n")
+            sysfs_int(d, "max_io_bytes", cap)
             drop_caches()
             _, bios = queued_bios(dev, lambda: f.verify(
                 f"read-cap: read under a cap of {cap // KIB} KiB"), op="R")
@@ -3817,8 +3818,7 @@ def case_read_cap(d):
             report.append(f"{cap // KIB} KiB: {len(bios)} bios, "
                           f"{lf} pages in large folios")
     finally:
-        with open(knob, "w") as k:
-            k.write("0\n")
+        sysfs_int(d, "max_io_bytes", 0)
     f.close()
     print(f"read-cap: read bios within the cap: {'; '.join(report)}")
 
