@@ -3744,8 +3744,6 @@ def case_runs(d):
     runs too: then no block may have moved.  Under the mount options that
     place blocks one by one (mode=fragment:block, age_extent_cache) the
     same must hold."""
-    sysfs = f2fs_sysfs(d)
-    knob = f"{sysfs}/max_io_bytes"
     in_place = sysfs_int(d, "ipu_policy") & 1 and \
         "mode=lfs" not in mount_options(d)
     size = 6 * MIB
@@ -3756,8 +3754,7 @@ def case_runs(d):
     before = None
     try:
         for cap in (12 * KIB, 20 * KIB, 0):
-            with open(knob, "w") as k:
-                k.write(f"{cap}\n")
+            sysfs_int(d, "max_io_bytes", cap)
             for what, dirty in (("all blocks", range(nblk)),
                                 ("every other block", range(1, nblk, 2)),
                                 ("five in eleven", [b for b in range(nblk)
@@ -3780,12 +3777,36 @@ def case_runs(d):
                 before = after
                 os.pread(f.fd, size, 0)         # cached again, large
     finally:
-        with open(knob, "w") as k:
-            k.write("0\n")
+        sysfs_int(d, "max_io_bytes", 0)
     f.close()
     print(f"runs: {nblk} blocks written back {n} ways, under bio size caps "
           f"of 12 KiB, 20 KiB and none, "
           f"{'in place' if in_place else 'out of place'}")
+
+
+def read_under_caps(d, f, what):
+    """Read file f back from the disk through readahead under bio size
+    caps (max_io_bytes) of 12 KiB and 20 KiB (three and five blocks):
+    every read bio the cap at most, and at least one that long, the data
+    right.  A report of the bios and large folios of each cap."""
+    dev = mount_source(d)
+    report = []
+    try:
+        for cap in (12 * KIB, 20 * KIB):
+            sysfs_int(d, "max_io_bytes", cap)
+            drop_caches()
+            under = f"{what}: read under a cap of {cap // KIB} KiB"
+            _, bios = queued_bios(dev, lambda: f.verify(under), op="R")
+            lf = large_folios(f.path, under)
+            longest = max((n for _, n in bios), default=0)
+            if longest != cap // 4096:
+                raise Mismatch(f"{under}: the longest of {len(bios)} read "
+                               f"bios is {longest * 4} KiB")
+            report.append(f"{cap // KIB} KiB: {len(bios)} bios, "
+                          f"{lf} pages in large folios")
+    finally:
+        sysfs_int(d, "max_io_bytes", 0)
+    return "; ".join(report)
 
 
 def case_read_cap(d):
@@ -3793,34 +3814,31 @@ def case_read_cap(d):
     7.3's reads, block by block, did: a large folio's run of blocks goes
     into a read bio as one range, so it must be cut at the cap, and join
     a bio only if the bio then stays within it.  A file written in one
-    piece, read back from the disk through readahead under caps of 12 KiB
-    and 20 KiB (three and five blocks): every read bio the cap at most,
-    and at least one that long, the data right."""
-    dev = mount_source(d)
-    size = 4 * MIB
+    piece, read back under caps (read_under_caps())."""
     f = File(os.path.join(d, "read-cap"))
+    size = 4 * MIB
     f.write(0, pattern(47, size))
     os.fsync(f.fd)
-    report = []
-    try:
-        for cap in (12 * KIB, 20 * KIB):
-            sysfs_int(d, "max_io_bytes", cap)
-            drop_caches()
-            _, bios = queued_bios(dev, lambda: f.verify(
-                f"read-cap: read under a cap of {cap // KIB} KiB"), op="R")
-            lf = large_folios(f.path, f"read-cap: read under a cap of "
-                              f"{cap // KIB} KiB")
-            longest = max((n for _, n in bios), default=0)
-            if longest != cap // 4096:
-                raise Mismatch(f"read-cap: under a cap of {cap // KIB} KiB "
-                               f"the longest of {len(bios)} read bios is "
-                               f"{longest * 4} KiB")
-            report.append(f"{cap // KIB} KiB: {len(bios)} bios, "
-                          f"{lf} pages in large folios")
-    finally:
-        sysfs_int(d, "max_io_bytes", 0)
+    report = read_under_caps(d, f, "read-cap")
     f.close()
-    print(f"read-cap: read bios within the cap: {'; '.join(report)}")
+    print(f"read-cap: {size // MIB} MiB, read bios within the cap: {report}")
+
+
+def case_verity_read_cap(d):
+    """read-cap on an fs-verity file: its data blocks are read through the
+    same runs (and verified per block at the bio's end), its Merkle tree
+    through order-0 folios past EOF, block by block as in 7.3; every read
+    bio keeps to the cap."""
+    f = File(os.path.join(d, "verity-read-cap"))
+    size = 4 * MIB
+    f.write(0, pattern(48, size))
+    f.close()
+    enable_verity(f.path)
+    f.fd = os.open(f.path, os.O_RDONLY)
+    report = read_under_caps(d, f, "verity-read-cap")
+    f.close()
+    print(f"verity-read-cap: {size // MIB} MiB verified, read bios within "
+          f"the cap: {report}")
 
 
 def case_cp_disable(d):

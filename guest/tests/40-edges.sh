@@ -132,7 +132,7 @@ for v in $(f2fs_variants); do
 	# f2fs moves the blocks of verity files through META_MAPPING.
 	edges_one "edges-f2fs-verity-$v" f2fs-verity "" "$(variant_order $v)" \
 		"verity-gc verity-read verity-corrupt verity-eof verity-collapse
-		verity-tree-collapse" \
+		verity-tree-collapse verity-read-cap" \
 		"$(variant_folios $v)"
 	# Encrypted files (collapse and insert range refuse them); the
 	# partial block reads of writes must be decrypted, GC moves their
