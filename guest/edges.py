@@ -27,6 +27,7 @@ import re
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 @functools.cache
@@ -3994,6 +3995,7 @@ FAULT_BLOCK = 1 << 7                # a block reservation fails (ENOSPC)
 FAULT_READ_IO = 1 << 11             # f2fs's fault type for failed reads
 FAULT_WRITE_IO = 1 << 14            # any write bio ends in EIO, node ones too
 FAULT_INCONSISTENT_FOOTER = 1 << 21 # a node block's footer check fails
+FAULT_LOCK_OP = 1 << 17             # f2fs_trylock_op() fails
 FAULT_ATOMIC_TIMEOUT = 1 << 22      # a 1 s wait in the atomic commit
 
 
@@ -4014,6 +4016,81 @@ def injecting(d, kind, rate=1):
         yield
     finally:
         f2fs_inject(d, 0, 0)
+
+
+def case_fsync_eagain(d):
+    """fsync writes every block dirtied before it, also while a background
+    writeback of the same folios gives up on them.  The op lock is only
+    tried under a folio's lock (a checkpoint may hold it, and wait for a
+    task that waits for the folio): writeback leaves a block that must go
+    out of place dirty when the lock is taken (-EAGAIN), and fsync tries
+    again until it gets it.  A writeback that had put the folio under
+    writeback before giving up hid it from an fsync starting then: fsync
+    tags only folios marked dirty for writeback, and waits on the ones
+    under writeback, which then end with their blocks dirty again.  Here
+    every try of the op lock fails (FAULT_LOCK_OP) while a process starts
+    writeback (sync_file_range(SYNC_FILE_RANGE_WRITE)) in a loop over a
+    sparse file cached in large folios, a new block in every 64 KiB dirty
+    (fewer than f2fs's min_seq_blocks, so fsync does not wait for the
+    other writer's pass); fsync runs beside it, and can write nothing
+    before the injection stops, 0.3 s later.  fsync must not return before
+    that, and the file must have no dirty block after it; 20 rounds."""
+    size = 16 * MIB
+    lib = libc()
+    for rnd in range(20):
+        f = File(os.path.join(d, f"fsync-eagain-{rnd}"))
+        f.truncate(size)
+        f.verify(f"fsync-eagain: round {rnd}: the sparse file cached")
+        lf = large_folios(f.path, f"fsync-eagain: round {rnd}: cached")
+        os.sync()
+        for off in range(0, size, 64 * KIB):
+            f.write(off + 8 * KIB, pattern(rnd * 300 + off // KIB, 4096))
+        dirty = f2fs_dirty_data()
+        if dirty != size // (64 * KIB):
+            raise Mismatch(f"fsync-eagain: round {rnd}: {dirty} blocks "
+                           f"dirty, want {size // (64 * KIB)}")
+        stop, done = threading.Event(), []
+
+        def writeback():
+            while not stop.is_set():
+                lib.sync_file_range(f.fd, 0, 0, 2)  # SYNC_FILE_RANGE_WRITE
+
+        def fsync():
+            os.fsync(f.fd)
+            done.append(time.monotonic())
+
+        wb, fs = threading.Thread(target=writeback), \
+            threading.Thread(target=fsync)
+        with injecting(d, FAULT_LOCK_OP):
+            wb.start()
+            time.sleep(0.05)
+            fs.start()
+            time.sleep(0.3)
+            stop.set()
+            wb.join()
+            off_at = time.monotonic()           # the injection still on
+        fs.join(60)
+        if fs.is_alive():
+            raise Mismatch(f"fsync-eagain: round {rnd}: fsync still "
+                           "blocked 60 s after the injection stopped")
+        left = f2fs_dirty_data()
+        if done[0] < off_at:
+            raise Mismatch(f"fsync-eagain: round {rnd}: fsync returned "
+                           "while every try of the op lock failed, so "
+                           f"before writing a block; {left} of {dirty} "
+                           f"blocks dirty after it ({lf} pages in large "
+                           "folios)")
+        if left:
+            raise Mismatch(f"fsync-eagain: round {rnd}: fsync left {left} "
+                           f"of the {dirty} blocks written before it dirty "
+                           f"({lf} pages in large folios)")
+        f.verify(f"fsync-eagain: round {rnd}: after fsync (cached)")
+        f.close()
+        os.unlink(f.path)
+    drop_caches()
+    print(f"fsync-eagain: 20 rounds of fsync beside a writeback failing to "
+          f"take the op lock: each fsync waited for the lock, no block left "
+          f"dirty ({lf} pages in large folios in the last)")
 
 
 def hkdf_expand(prk, context, info, n):
