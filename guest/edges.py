@@ -4035,35 +4035,76 @@ def case_fsync_eagain(d):
     other writer's pass); fsync runs beside it, and can write nothing
     before the injection stops, 0.3 s later.  fsync must not return before
     that, and the file must have no dirty block after it; 20 rounds."""
+    fsync_beside_eagain(d, "fsync-eagain", 64 * KIB, ())
+
+
+def case_fsync_eagain_ipu(d):
+    """fsync-eagain where the background writeback gets part way through a
+    folio: in every 128 KiB a block written before (and checkpointed) is
+    dirty again, and the new block after it.  Where f2fs updates written
+    blocks in place (IPU_FORCE, set here; not under mode=lfs), the first
+    goes in place without the op lock, and puts the folio under
+    writeback; the second must go out of place, under the lock, which
+    can't be taken.  That writeback must not leave the folio under
+    writeback untagged for the fsync starting meanwhile with its new
+    block dirty.  fsync starts at a different point of the first pass
+    over the file in each round."""
+    old = sysfs_int(d, "ipu_policy")
+    try:
+        sysfs_int(d, "ipu_policy", 1)           # F2FS_IPU_FORCE
+        fsync_beside_eagain(d, "fsync-eagain-ipu", 128 * KIB, (8 * KIB,))
+    finally:
+        sysfs_int(d, "ipu_policy", old)
+
+
+def fsync_beside_eagain(d, name, step, written):
+    """The rounds of case_fsync_eagain(): a 16 MiB sparse file, cached in
+    large folios, with the block at 12 KiB in every step bytes new and
+    dirty, and the blocks at the offsets in written (in the same step)
+    written, checkpointed and dirty again; fsync beside a writeback that
+    can't take the op lock."""
     size = 16 * MIB
     lib = libc()
+    want = size // step * (1 + len(written))
     for rnd in range(20):
-        f = File(os.path.join(d, f"fsync-eagain-{rnd}"))
+        f = File(os.path.join(d, f"{name}-{rnd}"))
         f.truncate(size)
-        f.verify(f"fsync-eagain: round {rnd}: the sparse file cached")
-        lf = large_folios(f.path, f"fsync-eagain: round {rnd}: cached")
+        for off in range(0, size, step):
+            for w in written:
+                f.write(off + w, pattern(rnd * 300 + off // KIB + w, 4096))
+        if written:
+            os.fsync(f.fd)
+            os.sync()                           # a checkpoint: valid blocks
+            os.posix_fadvise(f.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        f.verify(f"{name}: round {rnd}: the sparse file cached")
+        lf = large_folios(f.path, f"{name}: round {rnd}: cached")
         os.sync()
-        for off in range(0, size, 64 * KIB):
-            f.write(off + 8 * KIB, pattern(rnd * 300 + off // KIB, 4096))
+        for off in range(0, size, step):
+            for w in written + (12 * KIB,):
+                f.write(off + w, pattern(rnd * 700 + off // KIB + w, 4096))
         dirty = f2fs_dirty_data()
-        if dirty != size // (64 * KIB):
-            raise Mismatch(f"fsync-eagain: round {rnd}: {dirty} blocks "
-                           f"dirty, want {size // (64 * KIB)}")
-        stop, done = threading.Event(), []
+        if dirty != want:
+            raise Mismatch(f"{name}: round {rnd}: {dirty} blocks dirty, "
+                           f"want {want}")
+        stop, done, failed = threading.Event(), [], []
 
         def writeback():
             while not stop.is_set():
                 lib.sync_file_range(f.fd, 0, 0, 2)  # SYNC_FILE_RANGE_WRITE
 
         def fsync():
-            os.fsync(f.fd)
+            try:
+                os.fsync(f.fd)
+            except OSError as e:
+                failed.append(e)
             done.append(time.monotonic())
 
         wb, fs = threading.Thread(target=writeback), \
             threading.Thread(target=fsync)
         with injecting(d, FAULT_LOCK_OP):
             wb.start()
-            time.sleep(0.05)
+            # the first pass over the file is the one that gets part way
+            time.sleep(0.05 if not written else rnd % 5 * 0.003)
             fs.start()
             time.sleep(0.3)
             stop.set()
@@ -4071,25 +4112,27 @@ def case_fsync_eagain(d):
             off_at = time.monotonic()           # the injection still on
         fs.join(60)
         if fs.is_alive():
-            raise Mismatch(f"fsync-eagain: round {rnd}: fsync still "
-                           "blocked 60 s after the injection stopped")
+            raise Mismatch(f"{name}: round {rnd}: fsync still blocked 60 s "
+                           "after the injection stopped")
+        if failed:
+            raise Mismatch(f"{name}: round {rnd}: fsync failed: "
+                           f"{failed[0]}")
         left = f2fs_dirty_data()
         if done[0] < off_at:
-            raise Mismatch(f"fsync-eagain: round {rnd}: fsync returned "
-                           "while every try of the op lock failed, so "
-                           f"before writing a block; {left} of {dirty} "
-                           f"blocks dirty after it ({lf} pages in large "
-                           "folios)")
+            raise Mismatch(f"{name}: round {rnd}: fsync returned while "
+                           "every try of the op lock failed, so before "
+                           f"writing a new block; {left} of {dirty} blocks "
+                           f"dirty after it ({lf} pages in large folios)")
         if left:
-            raise Mismatch(f"fsync-eagain: round {rnd}: fsync left {left} "
-                           f"of the {dirty} blocks written before it dirty "
-                           f"({lf} pages in large folios)")
-        f.verify(f"fsync-eagain: round {rnd}: after fsync (cached)")
+            raise Mismatch(f"{name}: round {rnd}: fsync left {left} of the "
+                           f"{dirty} blocks written before it dirty ({lf} "
+                           "pages in large folios)")
+        f.verify(f"{name}: round {rnd}: after fsync (cached)")
         f.close()
         os.unlink(f.path)
     drop_caches()
-    print(f"fsync-eagain: 20 rounds of fsync beside a writeback failing to "
-          f"take the op lock: each fsync waited for the lock, no block left "
+    print(f"{name}: 20 rounds of fsync beside a writeback failing to take "
+          f"the op lock: each fsync waited for the lock, no block left "
           f"dirty ({lf} pages in large folios in the last)")
 
 

@@ -67,8 +67,8 @@ edges_one() {
 }
 
 ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
-	gc-bios submit-trace fsync-eagain overwrite-gc short-write-eof inline-short-write
-	pin-short-write mmap mkwrite mmap-whole mmap-punch
+	gc-bios submit-trace fsync-eagain fsync-eagain-ipu overwrite-gc
+	short-write-eof inline-short-write pin-short-write mmap mkwrite mmap-whole mmap-punch
 	dirty-count dirty-none dnode-span runs new-runs read-cap cp-disable
 	extent collapse-race partial-read holes move-range move-range-race
 	thp-collapse
@@ -79,8 +79,8 @@ ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
 # whose subject is large folios' writeback in runs, GC and reclaim, and
 # of the encrypted files reclaim, the slowest of them (the full form runs
 # them all): order-0 folios take 7.3's paths there.
-LONG_4K="gc gc-mark gc-mapped gc-relock gc-bios fsync-eagain overwrite-gc
-	mmap-whole
+LONG_4K="gc gc-mark gc-mapped gc-relock gc-bios fsync-eagain fsync-eagain-ipu
+	overwrite-gc mmap-whole
 	dirty-count dirty-none dnode-span runs new-runs cp-disable extent
 	collapse-race partial-read holes atomic-truncate atomic-gc pressure"
 CRYPT_LONG=$(full_form && echo pressure)
@@ -142,7 +142,7 @@ for v in $(f2fs_variants); do
 		"$(variant_order $v)" "crypt-wrap crypt-gc straddle truncate punch
 		punch-eof short-write-eof dio mmap mkwrite mmap-whole mmap-punch
 		dirty-count dnode-span runs new-runs read-cap submit-trace
-		fsync-eagain cp-disable extent partial-read holes
+		fsync-eagain fsync-eagain-ipu cp-disable extent partial-read holes
 		atomic atomic-cow atomic-truncate atomic-read atomic-gc atomic-pin
 		atomic-falloc atomic-seek atomic-commit-eio thp-collapse enospc $CRYPT_LONG" \
 		"$(variant_folios $v)" v2-iv32
