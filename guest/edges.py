@@ -4048,7 +4048,9 @@ def case_fsync_eagain_ipu(d):
     can't be taken.  That writeback must not leave the folio under
     writeback untagged for the fsync starting meanwhile with its new
     block dirty.  fsync starts at a different point of the first pass
-    over the file in each round."""
+    over the file in each round.  f2fs's count of in-place updates must
+    grow by a block in every 128 KiB each round: the written blocks did
+    go in place."""
     old = sysfs_int(d, "ipu_policy")
     try:
         sysfs_int(d, "ipu_policy", 1)           # F2FS_IPU_FORCE
@@ -4086,6 +4088,7 @@ def fsync_beside_eagain(d, name, step, written):
         if dirty != want:
             raise Mismatch(f"{name}: round {rnd}: {dirty} blocks dirty, "
                            f"want {want}")
+        ipu = f2fs_status(d, "IPU:")[0]
         stop, done, failed = threading.Event(), [], []
 
         def writeback():
@@ -4127,6 +4130,11 @@ def fsync_beside_eagain(d, name, step, written):
             raise Mismatch(f"{name}: round {rnd}: fsync left {left} of the "
                            f"{dirty} blocks written before it dirty ({lf} "
                            "pages in large folios)")
+        ipu = f2fs_status(d, "IPU:")[0] - ipu
+        if written and ipu < size // step * len(written):
+            raise Mismatch(f"{name}: round {rnd}: {ipu} in-place updates, "
+                           f"want {size // step * len(written)} or more: "
+                           "the written blocks went out of place")
         f.verify(f"{name}: round {rnd}: after fsync (cached)")
         f.close()
         os.unlink(f.path)
