@@ -1201,14 +1201,10 @@ def case_holes(d):
     f.verify("holes: a block written into a hole, cached")
     f.verify_all("holes")
     # Defragmentation (out of place: not under in-place update policies).
-    old = sysfs_int(d, "ipu_policy")
     before = phys_blocks(f.path)
-    try:
-        sysfs_int(d, "ipu_policy", 0)
+    with sysfs_set(d, "ipu_policy", 0):
         fcntl.ioctl(f.fd, F2FS_IOC_DEFRAGMENT,
                     struct.pack("<QQ", 0, size))
-    finally:
-        sysfs_int(d, "ipu_policy", old)
     f.verify("holes: after defragmentation (cached)")
     os.fsync(f.fd)
     after = phys_blocks(f.path)
@@ -1570,6 +1566,18 @@ def sysfs_int(d, name, value=None):
             k.write(f"{value}\n")
     with open(path) as k:
         return int(k.read())
+
+
+@contextlib.contextmanager
+def sysfs_set(d, name, value):
+    """sysfs_int() of name set to value for the with block, its old value
+    back after it."""
+    old = sysfs_int(d, name)
+    sysfs_int(d, name, value)
+    try:
+        yield
+    finally:
+        sysfs_int(d, name, old)
 
 
 def case_mkwrite_gc(d):
@@ -4051,12 +4059,8 @@ def case_fsync_eagain_ipu(d):
     over the file in each round.  f2fs's count of in-place updates must
     grow by a block in every 128 KiB each round: the written blocks did
     go in place."""
-    old = sysfs_int(d, "ipu_policy")
-    try:
-        sysfs_int(d, "ipu_policy", 1)           # F2FS_IPU_FORCE
+    with sysfs_set(d, "ipu_policy", 1):         # F2FS_IPU_FORCE
         fsync_beside_eagain(d, "fsync-eagain-ipu", 128 * KIB, (8 * KIB,))
-    finally:
-        sysfs_int(d, "ipu_policy", old)
 
 
 def fsync_beside_eagain(d, name, step, written):
@@ -4067,7 +4071,8 @@ def fsync_beside_eagain(d, name, step, written):
     can't take the op lock."""
     size = 16 * MIB
     lib = libc()
-    want = size // step * (1 + len(written))
+    in_place = size // step * len(written)
+    want = size // step + in_place
     for rnd in range(20):
         f = File(os.path.join(d, f"{name}-{rnd}"))
         f.truncate(size)
@@ -4131,10 +4136,10 @@ def fsync_beside_eagain(d, name, step, written):
                            f"{dirty} blocks written before it dirty ({lf} "
                            "pages in large folios)")
         ipu = f2fs_status(d, "IPU:")[0] - ipu
-        if written and ipu < size // step * len(written):
+        if ipu < in_place:
             raise Mismatch(f"{name}: round {rnd}: {ipu} in-place updates, "
-                           f"want {size // step * len(written)} or more: "
-                           "the written blocks went out of place")
+                           f"want {in_place} or more: the written blocks "
+                           "went out of place")
         f.verify(f"{name}: round {rnd}: after fsync (cached)")
         f.close()
         os.unlink(f.path)

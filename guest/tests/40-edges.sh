@@ -68,7 +68,8 @@ edges_one() {
 
 ALL="straddle truncate punch punch-eof dio gc gc-mark gc-mapped gc-relock
 	gc-bios submit-trace fsync-eagain fsync-eagain-ipu overwrite-gc
-	short-write-eof inline-short-write pin-short-write mmap mkwrite mmap-whole mmap-punch
+	short-write-eof inline-short-write pin-short-write
+	mmap mkwrite mmap-whole mmap-punch
 	dirty-count dirty-none dnode-span runs new-runs read-cap cp-disable
 	extent collapse-race partial-read holes move-range move-range-race
 	thp-collapse
