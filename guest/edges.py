@@ -1085,14 +1085,11 @@ def case_overwrite_gc(d):
     drop_caches()
     f.verify("file written back")
     os.sync()
-    reserved = sysfs_int(d, "reserved_segments")
-    try:
-        sysfs_int(d, "reserved_segments", sysfs_int(d, "free_segments") + 1)
+    with sysfs_set(d, "reserved_segments",
+                   sysfs_int(d, "free_segments") + 1):
         calls = sysfs_int(d, "gc_foreground_calls")
         f.write(4096, pattern(181, 64 * KIB))
         calls = sysfs_int(d, "gc_foreground_calls") - calls
-    finally:
-        sysfs_int(d, "reserved_segments", reserved)
     if not calls:
         raise Mismatch("a buffered overwrite with free sections short ran "
                        "no foreground GC")
@@ -1570,12 +1567,12 @@ def sysfs_int(d, name, value=None):
 
 @contextlib.contextmanager
 def sysfs_set(d, name, value):
-    """sysfs_int() of name set to value for the with block, its old value
-    back after it."""
+    """sysfs_int() of name set to value for the with block, which gets the
+    value read back; its old value back after it."""
     old = sysfs_int(d, name)
-    sysfs_int(d, name, value)
+    new = sysfs_int(d, name, value)
     try:
-        yield
+        yield new
     finally:
         sysfs_int(d, name, old)
 
@@ -1595,12 +1592,8 @@ def case_mkwrite_gc(d):
     GC thread, which would wait for the folio lock."""
     # A GC thread (gc_merge) must not collect the victims on its own: it
     # does only when the filesystem has been idle for gc_idle_interval.
-    idle = sysfs_int(d, "gc_idle_interval")
-    sysfs_int(d, "gc_idle_interval", 86400)
-    try:
+    with sysfs_set(d, "gc_idle_interval", 86400):
         mkwrite_gc(d)
-    finally:
-        sysfs_int(d, "gc_idle_interval", idle)
 
 
 def mkwrite_gc(d):
@@ -1611,9 +1604,7 @@ def mkwrite_gc(d):
     # min_hot_blocks are dirty: 0 puts f's and the filler's in one log
     base, seg = 2 * MIB, 2 * MIB
     blks = (base // 4096, base // 4096 + 2)
-    hot = sysfs_int(d, "min_hot_blocks")
-    sysfs_int(d, "min_hot_blocks", 0)
-    try:
+    with sysfs_set(d, "min_hot_blocks", 0):
         for blk in blks + (None,):
             if blk is not None:
                 f.write(blk * 4096, pattern(120 + blk, 4096))
@@ -1623,8 +1614,6 @@ def mkwrite_gc(d):
             filler.write(len(filler.model),
                          pattern(123 + len(filler.model), ln))
             os.sync()
-    finally:
-        sysfs_int(d, "min_hot_blocks", hot)
     f.truncate(2 * base)
     filler.close()
     os.unlink(filler.path)
@@ -1641,10 +1630,8 @@ def mkwrite_gc(d):
     want_folios(lf if lf == resident == base // 4096 else 0,
                 "the second 2 MiB")
     store = base + 4096 + 5
-    reserved = sysfs_int(d, "reserved_segments")
-    try:
-        short = sysfs_int(d, "reserved_segments",
-                          sysfs_int(d, "free_segments") + 1)
+    with sysfs_set(d, "reserved_segments",
+                   sysfs_int(d, "free_segments") + 1) as short:
         pid = os.fork()
         if pid == 0:                    # the child stores through a mapping
             try:
@@ -1666,8 +1653,6 @@ def mkwrite_gc(d):
                                    for ln in st if len(ln.split()) > 1)
             raise Mismatch(f"write fault hung for 120 s: {stack}")
         free = sysfs_int(d, "free_segments")
-    finally:
-        sysfs_int(d, "reserved_segments", reserved)
     if status:
         raise Mismatch(f"the store through the mapping failed: wait status "
                        f"{status:#x} (signal {status & 0x7f})")
@@ -3603,14 +3588,9 @@ def case_data_flush(d):
     # The GC thread balances metadata after each pass, every 100 ms in
     # urgent mode, and writes a checkpoint, flushing data first, once
     # cp_interval has passed since the last one.
-    urgent = sysfs_int(d, "gc_urgent")
-    sleep = sysfs_int(d, "gc_urgent_sleep_time")
-    interval = sysfs_int(d, "cp_interval")
     bg = f2fs_status(d, "CP calls:")[1]
-    try:
-        sysfs_int(d, "gc_urgent_sleep_time", 100)
-        sysfs_int(d, "cp_interval", 1)
-        sysfs_int(d, "gc_urgent", 1)
+    with sysfs_set(d, "gc_urgent_sleep_time", 100), \
+            sysfs_set(d, "cp_interval", 1), sysfs_set(d, "gc_urgent", 1):
         t0 = time.monotonic()
         while f2fs_status(d, "CP calls:")[1] == bg:
             if time.monotonic() > t0 + CP_WAIT:
@@ -3618,10 +3598,6 @@ def case_data_flush(d):
                                f"{CP_WAIT} s")
             time.sleep(0.1)
         waited = time.monotonic() - t0
-    finally:
-        sysfs_int(d, "gc_urgent", urgent)
-        sysfs_int(d, "cp_interval", interval)
-        sysfs_int(d, "gc_urgent_sleep_time", sleep)
     time.sleep(1)                       # the checkpoint after the flush
     if shutdown_and_mount(f, d) != encrypted:
         raise Mismatch(f"data-flush: {d} is {'' if encrypted else 'not '}"
@@ -4809,17 +4785,15 @@ def case_swap_gc(d):
             os.fsync(g.fd)
         os.sync()
         before = phys_blocks(f.path)
-        reserved = sysfs_int(d, "reserved_segments")
-        sysfs_int(d, "reserved_segments", 1 << 16)
-        try:
-            fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT, struct.pack("<I", 1))
-        except OSError as e:
-            if e.errno != errno.EAGAIN:
-                failed.append(f"F2FS_IOC_GARBAGE_COLLECT: {e}, want EAGAIN "
-                              "or success, GC giving up on the swap file's "
-                              "section")
-        finally:
-            sysfs_int(d, "reserved_segments", reserved)
+        with sysfs_set(d, "reserved_segments", 1 << 16):
+            try:
+                fcntl.ioctl(f.fd, F2FS_IOC_GARBAGE_COLLECT,
+                            struct.pack("<I", 1))
+            except OSError as e:
+                if e.errno != errno.EAGAIN:
+                    failed.append(f"F2FS_IOC_GARBAGE_COLLECT: {e}, want "
+                                  "EAGAIN or success, GC giving up on the "
+                                  "swap file's section")
         moved = moved_blocks(before, f.path)
         if moved:
             failed.append(f"GC moved {len(moved)} of the {len(before)} "
