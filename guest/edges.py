@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 """Targeted large folio edge cases that random exercising rarely hits.
 
-Usage: edges.py CASE DIR     (CASE: a case below, its function case_CASE
+Usage: edges.py CASE... DIR  (CASE: a case below, its function case_CASE
                               with dashes for underscores, or all)
 
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
-folios and what reached the disk are verified.  Exit 0 when all pass; on a
-mismatch print the case, the offset and the expected and found bytes, and
-exit 1.
+folios and what reached the disk are verified.  The cases run one after
+the other, each ending with a line "edges-case PASS|FAIL CASE SECONDS
+DETAIL": on a pass, the case's last line; on a mismatch, the case, the
+offset and the expected and found bytes; on an exception, its traceback
+before it.  Exit 0 when all pass, else 1.
 """
 import collections
 import contextlib
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 # ./lab test --full and --long (lib.sh full_form): the slow cases' every
 # round; the short form (CI) runs fewer of them.
@@ -5716,6 +5719,22 @@ CASES["pin-short-write"] = functools.partial(case_short_write_eof,
                                              kind="pinned")
 
 
+class LastLine:
+    """stdout that remembers the last line written to it."""
+
+    def __init__(self, out):
+        self.out, self.last = out, ""
+
+    def write(self, text):
+        for line in text.splitlines():
+            if line.strip():
+                self.last = line
+        return self.out.write(text)
+
+    def flush(self):
+        self.out.flush()
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "pressure-child":
         try:
@@ -5724,24 +5743,44 @@ def main():
             print(f"edges: FAIL {e}")
             return 1
         return 0
-    if len(sys.argv) != 3 or (sys.argv[1] not in CASES and
-                              sys.argv[1] != "all"):
+    if len(sys.argv) < 3 or any(n not in CASES and n != "all"
+                                for n in sys.argv[1:-1]):
         sys.exit(__doc__ + "\nCases: " + ", ".join(sorted(CASES)))
-    names = list(CASES) if sys.argv[1] == "all" else [sys.argv[1]]
-    try:
-        for n in names:
-            CASES[n](sys.argv[2])
-            # Every dirty block is written back by sync: a count left over
-            # is a leak that would keep the inode dirty for ever.
-            os.sync()
-            left = f2fs_dirty_data()
-            if left:
-                raise Mismatch(f"{n}: {left} dirty data pages counted after "
-                               "sync")
-    except Mismatch as e:
-        print(f"edges: FAIL {e}")
-        return 1
-    return 0
+    d = sys.argv[-1]
+    names = [c for n in sys.argv[1:-1]
+             for c in (list(CASES) if n == "all" else [n])]
+    # One process runs the cases of a filesystem: Python's start costs 1
+    # to 3 s under TCG.  A case that fails, however, does not stop the
+    # ones after it.
+    failed, me = 0, os.getpid()
+    for n in names:
+        t0 = time.monotonic()
+        out = LastLine(sys.stdout)
+        try:
+            with contextlib.redirect_stdout(out):
+                CASES[n](d)
+                # Every dirty block is written back by sync: a count left
+                # over is a leak that would keep the inode dirty for ever.
+                os.sync()
+                left = f2fs_dirty_data()
+                if left:
+                    raise Mismatch(f"{n}: {left} dirty data pages counted "
+                                   "after sync")
+            verdict, detail = "PASS", out.last
+        except Mismatch as e:
+            verdict, detail = "FAIL", str(e)
+        except Exception as e:          # noqa: BLE001 (the case fails)
+            traceback.print_exc()
+            verdict, detail = "FAIL", f"{type(e).__name__}: {e}"
+        if os.getpid() != me:
+            # a case's child that its code let out: it must not go on to
+            # the next cases
+            os._exit(1)
+        failed += verdict == "FAIL"
+        detail = " | ".join(detail.splitlines())
+        print(f"edges-case {verdict} {n} {round(time.monotonic() - t0)} "
+              f"{detail}", flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
