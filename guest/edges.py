@@ -8,10 +8,11 @@ Usage: edges.py CASE... DIR  (CASE: a case below, its function case_CASE
 Every case writes through the page cache, checks what it reads back against
 a model, and checks again after fsync and a cache drop, so both the cached
 folios and what reached the disk are verified.  The cases run one after
-the other, each ending with a line "edges-case PASS|FAIL CASE SECONDS
-DETAIL": on a pass, the case's last line; on a mismatch, the case, the
-offset and the expected and found bytes; on an exception, its traceback
-before it.  Exit 0 when all pass, else 1.
+the other, each in a process of its own, and each ends with a line
+"edges-case PASS|FAIL CASE SECONDS DETAIL": on a pass, the case's last
+line; on a mismatch, the case, the offset and the expected and found
+bytes; on an exception, its traceback before it.  Exit 0 when all pass,
+else 1.
 """
 import collections
 import contextlib
@@ -5749,38 +5750,61 @@ def main():
     d = sys.argv[-1]
     names = [c for n in sys.argv[1:-1]
              for c in (list(CASES) if n == "all" else [n])]
-    # One process runs the cases of a filesystem: Python's start costs 1
-    # to 3 s under TCG.  A case that fails, however, does not stop the
-    # ones after it.
-    failed, me = 0, os.getpid()
+    # One process imports this file and forks a child per case: Python's
+    # start and compile cost 1 to 3 s under TCG, a fork much less; the
+    # child's exit closes what the case left open (a busy mount fails a
+    # later case's umount).
+    failed = 0
     for n in names:
         t0 = time.monotonic()
-        out = LastLine(sys.stdout)
-        try:
-            with contextlib.redirect_stdout(out):
-                CASES[n](d)
-                # Every dirty block is written back by sync: a count left
-                # over is a leak that would keep the inode dirty for ever.
-                os.sync()
-                left = f2fs_dirty_data()
-                if left:
-                    raise Mismatch(f"{n}: {left} dirty data pages counted "
-                                   "after sync")
-            verdict, detail = "PASS", out.last
-        except Mismatch as e:
-            verdict, detail = "FAIL", str(e)
-        except Exception as e:          # noqa: BLE001 (the case fails)
-            traceback.print_exc()
-            verdict, detail = "FAIL", f"{type(e).__name__}: {e}"
-        if os.getpid() != me:
-            # a case's child that its code let out: it must not go on to
-            # the next cases
-            os._exit(1)
-        failed += verdict == "FAIL"
-        detail = " | ".join(detail.splitlines())
-        print(f"edges-case {verdict} {n} {round(time.monotonic() - t0)} "
-              f"{detail}", flush=True)
+        sys.stdout.flush()
+        pid = os.fork()
+        if not pid:
+            rc = 3
+            try:
+                rc = run_case(n, d, t0)
+            finally:                    # whatever it raised: no further
+                sys.stdout.flush()
+                os._exit(rc)
+        status = os.waitpid(pid, 0)[1]
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, 1):
+            failed += os.WEXITSTATUS(status)
+            continue
+        failed += 1
+        print(f"edges-case FAIL {n} {round(time.monotonic() - t0)} the "
+              f"case's process ended with status {status:#x}", flush=True)
     return 1 if failed else 0
+
+
+def run_case(n, d, t0):
+    """Case n on d, in the child main() forked for it: print its
+    edges-case line, return 0 if it passed, else 1."""
+    me = os.getpid()
+    out = LastLine(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(out):
+            CASES[n](d)
+            # Every dirty block is written back by sync: a count left over
+            # is a leak that would keep the inode dirty for ever.
+            os.sync()
+            left = f2fs_dirty_data()
+            if left:
+                raise Mismatch(f"{n}: {left} dirty data pages counted "
+                               "after sync")
+        verdict, detail = "PASS", out.last
+    except Mismatch as e:
+        verdict, detail = "FAIL", str(e)
+    except Exception as e:              # noqa: BLE001 (the case fails)
+        traceback.print_exc()
+        verdict, detail = "FAIL", f"{type(e).__name__}: {e}"
+    if os.getpid() != me:
+        # a child of the case that its code let out: no report of its own
+        os._exit(2)
+    detail = " | ".join(detail.splitlines())
+    print(f"edges-case {verdict} {n} {round(time.monotonic() - t0)} "
+          f"{detail}", flush=True)
+    sys.stderr.flush()
+    return 0 if verdict == "PASS" else 1
 
 
 if __name__ == "__main__":

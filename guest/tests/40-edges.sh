@@ -42,10 +42,10 @@
 # reclaim under memory pressure.  xfs is the control.
 . /tmp/lab-repo/guest/lib.sh
 
-# edges.py runs the cases of a filesystem in one process, imported, not
-# run as a script, so that Python compiles its 5700 lines once, into /tmp
-# (the repo is read-only here): under TCG, Python's start and the compile
-# took 2 to 3 s of each of some 180 cases.
+# One Python process imports edges.py (compiled once, into /tmp: the repo
+# is read-only here) and forks a child per case of a filesystem: under
+# TCG, Python's start and the compile took 2 to 3 s of each of some 180
+# cases.
 EDGES="import sys, edges; sys.exit(edges.main())"
 export PYTHONPYCACHEPREFIX=/tmp/lab-pycache
 
