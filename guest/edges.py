@@ -4043,9 +4043,9 @@ def case_fsync_eagain_ipu(d):
     writeback untagged for the fsync starting meanwhile with its new
     block dirty.  fsync starts at one of five points of the first pass
     over the file in each round (each once in the short form's 5 rounds;
-    v56's bug left a block dirty in the first).  f2fs's count of in-place updates must
-    grow by a block in every 128 KiB each round: the written blocks did
-    go in place."""
+    v56's bug left a block dirty in the first).  f2fs's count of
+    in-place updates must grow by a block in every 128 KiB each round:
+    the written blocks did go in place."""
     with sysfs_set(d, "ipu_policy", 1):         # F2FS_IPU_FORCE
         fsync_beside_eagain(d, "fsync-eagain-ipu", 128 * KIB, (8 * KIB,))
 
@@ -4132,9 +4132,9 @@ def fsync_beside_eagain(d, name, step, written):
         f.close()
         os.unlink(f.path)
     drop_caches()
-    print(f"{name}: {rounds} rounds of fsync beside a writeback failing to take "
-          f"the op lock: each fsync waited for the lock, no block left "
-          f"dirty ({lf} pages in large folios in the last)")
+    print(f"{name}: {rounds} rounds of fsync beside a writeback failing "
+          f"to take the op lock: each fsync waited for the lock, no block "
+          f"left dirty ({lf} pages in large folios in the last)")
 
 
 def hkdf_expand(prk, context, info, n):
@@ -5765,6 +5765,7 @@ def main():
                 rc = run_case(n, d, t0)
             finally:                    # whatever it raised: no further
                 sys.stdout.flush()
+                sys.stderr.flush()
                 os._exit(rc)
         status = os.waitpid(pid, 0)[1]
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, 1):
@@ -5803,7 +5804,6 @@ def run_case(n, d, t0):
     detail = " | ".join(detail.splitlines())
     print(f"edges-case {verdict} {n} {round(time.monotonic() - t0)} "
           f"{detail}", flush=True)
-    sys.stderr.flush()
     return 0 if verdict == "PASS" else 1
 
 
