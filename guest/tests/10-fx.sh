@@ -9,7 +9,7 @@
 case ${LAB_FORM:-short} in
 long) OPS=${LAB_FX_OPS:-1000000} ;;
 full) OPS=${LAB_FX_OPS:-10000} ;;
-*) OPS=${LAB_FX_OPS:-5000} ;;
+*) OPS=${LAB_FX_OPS:-3000} ;;
 esac
 # The short form replays one seed so CI is repeatable; the long form and
 # `./lab test --seed N` explore others.
