@@ -1574,6 +1574,22 @@ def sysfs_int(d, name, value=None):
 
 
 @contextlib.contextmanager
+def vm_set(name, value):
+    """/proc/sys/vm/name set to value for the with block, its old value
+    back after it."""
+    path = f"/proc/sys/vm/{name}"
+    with open(path) as f:
+        old = f.read().strip()
+    with open(path, "w") as f:
+        f.write(f"{value}\n")
+    try:
+        yield
+    finally:
+        with open(path, "w") as f:
+            f.write(f"{old}\n")
+
+
+@contextlib.contextmanager
 def sysfs_set(d, name, value):
     """sysfs_int() of name set to value for the with block, which gets the
     value read back; its old value back after it."""
@@ -3483,7 +3499,7 @@ F2FS_IOC_SHUTDOWN = 0x8004587d
 F2FS_GOING_DOWN_NOSYNC = 2
 
 
-CP_WAIT = 300   # s: on encrypted files it comes after about 32 s (I/O in flight)
+CP_WAIT = 300   # s: it comes within a second
 
 
 def unlock_again(d, mnt):
@@ -3596,19 +3612,33 @@ def case_data_flush(d):
                        f"in {files} files on the dirty list, want 1 in 1")
     # The GC thread balances metadata after each pass, every 100 ms in
     # urgent mode, and writes a checkpoint, flushing data first, once
-    # cp_interval has passed since the last one.
+    # cp_interval has passed since the last one: the fsync of a new
+    # encrypted file wrote one, so wait that long before waking the
+    # thread (a pass that finds no victim and checkpoints too soon puts
+    # it to sleep for gc_no_gc_sleep_time).  Periodic writeback is off
+    # until after the crash, so that only the data flush can have written
+    # the block (on encrypted files the checkpoint came only with the
+    # flusher's writeback, 30 s on, and without data_flush the block was
+    # on disk all the same).
     bg = f2fs_status(d, "CP calls:")[1]
-    with sysfs_set(d, "gc_urgent_sleep_time", 100), \
-            sysfs_set(d, "cp_interval", 1), sysfs_set(d, "gc_urgent", 1):
-        t0 = time.monotonic()
-        while f2fs_status(d, "CP calls:")[1] == bg:
-            if time.monotonic() > t0 + CP_WAIT:
-                raise Mismatch("data-flush: no background checkpoint in "
-                               f"{CP_WAIT} s")
-            time.sleep(0.1)
-        waited = time.monotonic() - t0
-    time.sleep(1)                       # the checkpoint after the flush
-    if shutdown_and_mount(f, d) != encrypted:
+    with vm_set("dirty_writeback_centisecs", 0), \
+            vm_set("dirty_expire_centisecs", 360000):
+        with sysfs_set(d, "cp_interval", 1):
+            time.sleep(1.5)
+            with sysfs_set(d, "gc_urgent_sleep_time", 100), \
+                    sysfs_set(d, "gc_urgent", 1):
+                t0 = time.monotonic()
+                while f2fs_status(d, "CP calls:")[1] == bg:
+                    if time.monotonic() > t0 + CP_WAIT:
+                        raise Mismatch("data-flush: no background "
+                                       f"checkpoint in {CP_WAIT} s")
+                    time.sleep(0.1)
+                waited = time.monotonic() - t0
+        time.sleep(1)                   # the checkpoint after the flush
+        # Still without periodic writeback: setting its interval again
+        # wakes the flusher, which would write the block before the crash.
+        again = shutdown_and_mount(f, d)
+    if again != encrypted:
         raise Mismatch(f"data-flush: {d} is {'' if encrypted else 'not '}"
                        "encrypted, but EDGES_KEY says otherwise")
     f = File(f.path, f.model)
