@@ -85,8 +85,9 @@ def per_variant(d, mode, what, fmt):
 
 
 def lf_share(text):
-    """The share of the file in large folios, lf_pct's N: "N%"."""
-    return f"{text.strip()}%"
+    """The share of the file in large folios, lf_pct's N: "N%" (lf_pct
+    gives nothing when none of the file was cached)."""
+    return f"{text.strip()}%" if text.strip() else "none cached"
 
 
 def wb_reasons(text):

@@ -237,6 +237,9 @@ def tables(summary, meta):
         md += [note, ""]
     if any(r["workload"].startswith("frag-") for r in summary):
         md += [frag_note(meta.get("frag_order", 0)), ""]
+    if any(r["workload"].startswith(("frag-", "full-")) for r in summary):
+        md += ["No lf NN% in a cell where no page of the file was cached "
+               "after any of its runs.", ""]
     if meta.get("full_order0"):
         md += [FULL_ORDER0_NOTE, ""]
     if meta.get("quick"):

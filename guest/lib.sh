@@ -255,10 +255,11 @@ full_off() {
 	return 0
 }
 
-# lf_pct FILE: percent of FILE's cached pages that are in large folios.
+# lf_pct FILE: percent of FILE's cached pages that are in large folios;
+# nothing when none of them is cached (there is no share to give).
 lf_pct() {
 	folio-stat "$1" |
-		awk '/^resident/ { print ($2 ? int(100 * $7 / $2 + 0.5) : 0) }'
+		awk '/^resident/ && $2 { print int(100 * $7 / $2 + 0.5) }'
 }
 
 # The short form (./lab test, CI) runs the order-0 variant (4k) in f2fs's
