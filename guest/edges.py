@@ -3624,8 +3624,8 @@ def case_data_flush(d):
     bg = f2fs_status(d, "CP calls:")[1]
     with vm_set("dirty_writeback_centisecs", 0), \
             vm_set("dirty_expire_centisecs", 360000):
-        with sysfs_set(d, "cp_interval", 1):
-            time.sleep(1.5)
+        with sysfs_set(d, "cp_interval", 1) as cp_interval:
+            time.sleep(cp_interval + 0.5)
             with sysfs_set(d, "gc_urgent_sleep_time", 100), \
                     sysfs_set(d, "gc_urgent", 1):
                 t0 = time.monotonic()
